@@ -1,0 +1,111 @@
+# rkt build. Works without ./configure (built-in defaults below); configure
+# writes config.mk, included when present, to override them.
+-include config.mk
+
+PREFIX          ?= /usr/local
+BINDIR          ?= $(PREFIX)/bin
+LIBDIR          ?= $(PREFIX)/lib
+DATADIR_RKT     ?= /var/lib/rkt
+STAGE1_DIR      ?= $(LIBDIR)/rkt
+STAGE1_PATH     ?= $(STAGE1_DIR)/stage1
+SYSTEM_CONFIG   ?= $(LIBDIR)/rkt
+LOCAL_CONFIG    ?= /etc/rkt
+SOCKET_PATH     ?= /run/rkt/kubelet-service.sock
+SOCKET_GROUP    ?= rkt
+CNI_CONF_DIR    ?= /etc/rkt/net.d
+CNI_PLUGIN_DIRS ?= /usr/lib/cni:/opt/cni/bin
+SYSTEMD_UNITDIR ?= $(LIBDIR)/systemd/system
+TMPFILES_DIR    ?= $(LIBDIR)/tmpfiles.d
+SYSUSERS_DIR    ?= $(LIBDIR)/sysusers.d
+BASHCOMP_DIR    ?= $(PREFIX)/share/bash-completion/completions
+SECCOMP         ?= yes
+DESTDIR         ?=
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+BUILDDIR ?= build
+BIN      := $(BUILDDIR)/bin
+
+ifeq ($(SECCOMP),yes)
+GOTAGS := seccomp
+endif
+
+PKG := github.com/rkt/rkt/pkg/buildinfo
+LDFLAGS := -X $(PKG).Version=$(VERSION) \
+	-X $(PKG).DataDir=$(DATADIR_RKT) \
+	-X $(PKG).Stage1Path=$(STAGE1_PATH) \
+	-X $(PKG).SystemConfigDir=$(SYSTEM_CONFIG) \
+	-X $(PKG).LocalConfigDir=$(LOCAL_CONFIG) \
+	-X $(PKG).SocketPath=$(SOCKET_PATH) \
+	-X $(PKG).SocketGroup=$(SOCKET_GROUP) \
+	-X $(PKG).CNIConfDir=$(CNI_CONF_DIR) \
+	-X $(PKG).CNIPluginDirs=$(CNI_PLUGIN_DIRS)
+
+GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)'
+
+# Test tooling (crictl, critest) is built from the Go module proxy.
+CRI_TOOLS_VERSION ?= v1.37.0
+TOOLSDIR ?= $(BUILDDIR)/tools
+
+.PHONY: all rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
+
+all: rkt stage1
+
+rkt:
+	$(GOBUILD) -o $(BIN)/rkt ./rkt
+
+stage1:
+	$(GOBUILD) -o $(BIN)/stage1 ./stage1
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	CGO_ENABLED=1 $(GO) vet -tags '$(GOTAGS)' ./...
+
+UNIT_PKGS = $$($(GO) list ./... | grep -v /tests)
+
+unit:
+	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 20m $(UNIT_PKGS)
+
+tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest
+
+$(TOOLSDIR)/crictl:
+	GOBIN=$(abspath $(TOOLSDIR)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRI_TOOLS_VERSION)
+
+$(TOOLSDIR)/critest:
+	./tests/build-critest.sh $(CRI_TOOLS_VERSION) $(abspath $(TOOLSDIR))
+
+# Functional tests drive the built binaries; they need root.
+functional: all
+	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
+		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -p 1 -timeout 45m ./tests/...
+
+check: fmt vet unit functional
+
+bench: all
+	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 1x -count=1 $(UNIT_PKGS)
+	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
+		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...
+
+install: all
+	install -D -m 0755 $(BIN)/rkt $(DESTDIR)$(BINDIR)/rkt
+	install -D -m 0755 $(BIN)/stage1 $(DESTDIR)$(STAGE1_PATH)
+	install -D -m 0644 dist/systemd/rkt-kubelet-service.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service
+	install -D -m 0644 dist/systemd/rkt-kubelet-service.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket
+	install -D -m 0644 dist/systemd/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service
+	install -D -m 0644 dist/systemd/rkt-gc.timer $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer
+	install -D -m 0644 dist/tmpfiles.d/rkt.conf $(DESTDIR)$(TMPFILES_DIR)/rkt.conf
+	install -D -m 0644 dist/sysusers.d/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf
+	install -d $(DESTDIR)$(BASHCOMP_DIR)
+	$(BIN)/rkt completion bash > $(DESTDIR)$(BASHCOMP_DIR)/rkt
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer \
+		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt
+
+clean:
+	rm -rf $(BUILDDIR)

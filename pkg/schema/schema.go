@@ -1,0 +1,120 @@
+// Package schema holds the on-disk formats shared by stage0 (which writes the
+// pod) and stage1 (which runs it). It must stay dependency-free apart from
+// the OCI runtime-spec types so that the stage1 binary stays lean.
+package schema
+
+import "time"
+
+// Version is written into every manifest this code produces.
+const Version = "rkt/v1"
+
+// File names inside a pod directory (<data dir>/pods/<state>/<uuid>/).
+const (
+	PodManifestFile = "pod"           // PodManifest, JSON
+	NetNSFile       = "netns"         // bind-mounted network namespace (absent for host networking)
+	NetInfoFile     = "net-info.json" // CNI results
+	Stage1PIDFile   = "stage1.pid"    // pid of the pod supervisor
+	Stage1Socket    = "stage1.sock"   // control socket of the supervisor
+	Stage1LogFile   = "stage1.log"    // the supervisor's own stdout/stderr
+	AppsDir         = "apps"          // one directory per app
+)
+
+// File names inside an app directory (<pod>/apps/<name>/).
+const (
+	AppManifestFile = "app.json"    // App, JSON, written by stage0
+	AppSpecFile     = "config.json" // OCI runtime spec of the app, written by stage0
+	AppStatusFile   = "status.json" // AppStatus, JSON, written by stage1
+	AppRootfsDir    = "rootfs"      // overlay mountpoint, mounted by stage0
+	AppUpperDir     = "upper"       // overlay upperdir
+	AppWorkDir      = "work"        // overlay workdir
+	AppDefaultLog   = "log"         // default log file when App.LogPath is empty
+)
+
+// PodManifest describes a pod. stage0 writes it atomically; it is rewritten
+// when apps are added or removed.
+type PodManifest struct {
+	Version      string            `json:"version"`
+	UUID         string            `json:"uuid"`
+	Apps         []App             `json:"apps"`
+	Hostname     string            `json:"hostname,omitempty"`
+	DNS          *DNS              `json:"dns,omitempty"`
+	Net          string            `json:"net,omitempty"` // "default", "host", "none" or comma-separated network names
+	Ports        []PortMapping     `json:"ports,omitempty"`
+	Volumes      []Volume          `json:"volumes,omitempty"`
+	SharedPID    bool              `json:"sharedPID,omitempty"` // apps share one PID namespace held by the pod
+	HostPID      bool              `json:"hostPID,omitempty"`
+	HostIPC      bool              `json:"hostIPC,omitempty"`
+	Sysctls      map[string]string `json:"sysctls,omitempty"` // namespaced sysctls applied to the pod
+	CgroupParent string            `json:"cgroupParent,omitempty"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	CreatedAt    time.Time         `json:"createdAt"`
+}
+
+// App is one application of a pod: rkt-level metadata. How it runs is in the
+// app's OCI runtime spec (AppSpecFile) that stage0 builds.
+type App struct {
+	Name        string            `json:"name"`
+	Image       AppImage          `json:"image"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	LogPath     string            `json:"logPath,omitempty"` // CRI-format log file; default <app dir>/log
+	Stdin       bool              `json:"stdin,omitempty"`
+	StdinOnce   bool              `json:"stdinOnce,omitempty"`
+	TTY         bool              `json:"tty,omitempty"`
+	CreatedAt   time.Time         `json:"createdAt"`
+}
+
+// AppImage names the image an app runs.
+type AppImage struct {
+	Name   string   `json:"name"`             // the reference the user gave, normalized
+	ID     string   `json:"id"`               // sha256:<config digest>
+	Layers []string `json:"layers,omitempty"` // treestore directories, lowest layer first
+}
+
+// DNS is the pod's resolv.conf content.
+type DNS struct {
+	Servers  []string `json:"servers,omitempty"`
+	Searches []string `json:"searches,omitempty"`
+	Options  []string `json:"options,omitempty"`
+}
+
+// PortMapping publishes a pod port on the host.
+type PortMapping struct {
+	Protocol      string `json:"protocol"` // tcp, udp, sctp
+	ContainerPort int    `json:"containerPort"`
+	HostPort      int    `json:"hostPort"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// Volume is a pod-level volume that apps mount.
+type Volume struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // "host" or "empty"
+	Source   string `json:"source,omitempty"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// AppState is the lifecycle state of an app.
+type AppState string
+
+const (
+	AppCreated AppState = "created"
+	AppRunning AppState = "running"
+	AppExited  AppState = "exited"
+	AppUnknown AppState = "unknown"
+)
+
+// AppStatus is what stage1 records about an app. It is written atomically
+// (temp file, fsync, rename) on every change.
+type AppStatus struct {
+	Name       string    `json:"name"`
+	State      AppState  `json:"state"`
+	Pid        int       `json:"pid,omitempty"`
+	ExitCode   int       `json:"exitCode"`
+	Signal     string    `json:"signal,omitempty"` // e.g. "SIGKILL" when killed by a signal
+	OOMKilled  bool      `json:"oomKilled,omitempty"`
+	Reason     string    `json:"reason,omitempty"` // "Completed", "Error", "OOMKilled", ...
+	Message    string    `json:"message,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	StartedAt  time.Time `json:"startedAt,omitempty"`
+	FinishedAt time.Time `json:"finishedAt,omitempty"`
+}

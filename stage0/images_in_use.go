@@ -1,0 +1,46 @@
+package stage0
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/errwrap"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Pod state directories under <data dir>/pods, in lifecycle order.
+var podStateDirs = []string{"prepare", "prepared", "run", "exited-garbage", "garbage"}
+
+// ImagesInUse returns the IDs of images referenced by any pod in dataDir
+// (in whatever state), so the store can refuse to remove them.
+func ImagesInUse(dataDir string) (map[string]bool, error) {
+	inUse := map[string]bool{}
+	for _, state := range podStateDirs {
+		dir := filepath.Join(dataDir, "pods", state)
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, errwrap.Wrapf("cannot list pods: {{err}}", err)
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name(), schema.PodManifestFile))
+			if err != nil {
+				continue // a pod still being prepared has no manifest yet
+			}
+			var pm schema.PodManifest
+			if err := json.Unmarshal(b, &pm); err != nil {
+				continue
+			}
+			for _, a := range pm.Apps {
+				inUse[a.Image.ID] = true
+			}
+		}
+	}
+	return inUse, nil
+}
