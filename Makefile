@@ -47,9 +47,19 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 CRI_TOOLS_VERSION ?= v1.37.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
-.PHONY: all rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
+.PHONY: deps run all dist rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
 
 all: rkt stage1
+
+# Debian packages and Go modules the build and the tests need (root).
+deps:
+	./.ci/install-deps
+
+# Start rkt kubelet-service in the foreground on $(SOCKET_PATH) (root).
+RUN_GROUP ?= $(SOCKET_GROUP)
+run: all
+	getent group $(RUN_GROUP) >/dev/null || groupadd --system $(RUN_GROUP)
+	$(BIN)/rkt kubelet-service --stage1-path=$(abspath $(BIN)/stage1) --socket-group=$(RUN_GROUP)
 
 rkt:
 	$(GOBUILD) -o $(BIN)/rkt ./rkt
@@ -77,7 +87,7 @@ $(TOOLSDIR)/critest:
 	./tests/build-critest.sh $(CRI_TOOLS_VERSION) $(abspath $(TOOLSDIR))
 
 # Functional tests drive the built binaries; they need root.
-functional: all
+functional: all tools
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -p 1 -timeout 45m ./tests/...
 
@@ -88,16 +98,27 @@ bench: all
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...
 
-install: all
+DIST_IN := $(wildcard dist/systemd/*.in dist/tmpfiles.d/*.in dist/sysusers.d/*.in)
+DIST_OUT := $(patsubst dist/%.in,$(BUILDDIR)/dist/%,$(DIST_IN))
+
+$(BUILDDIR)/dist/%: dist/%.in config.mk.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SOCKET_PATH@|$(SOCKET_PATH)|g' \
+		-e 's|@SOCKET_GROUP@|$(SOCKET_GROUP)|g' -e 's|@DATADIR_RKT@|$(DATADIR_RKT)|g' \
+		-e 's|@LOCAL_CONFIG@|$(LOCAL_CONFIG)|g' -e 's|@CNI_CONF_DIR@|$(CNI_CONF_DIR)|g' $< > $@
+
+dist: $(DIST_OUT)
+
+install: all dist
 	install -D -m 0755 $(BIN)/rkt $(DESTDIR)$(BINDIR)/rkt
 	install -D -m 0755 $(BIN)/stage1 $(DESTDIR)$(STAGE1_PATH)
-	install -D -m 0644 dist/systemd/rkt-kubelet-service.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service
-	install -D -m 0644 dist/systemd/rkt-kubelet-service.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket
-	install -D -m 0644 dist/systemd/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service
+	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service
+	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket
+	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service
 	install -D -m 0644 dist/systemd/rkt-gc.timer $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer
-	install -D -m 0644 dist/tmpfiles.d/rkt.conf $(DESTDIR)$(TMPFILES_DIR)/rkt.conf
-	install -D -m 0644 dist/sysusers.d/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf
-	install -d $(DESTDIR)$(BASHCOMP_DIR)
+	install -D -m 0644 $(BUILDDIR)/dist/tmpfiles.d/rkt.conf $(DESTDIR)$(TMPFILES_DIR)/rkt.conf
+	install -D -m 0644 $(BUILDDIR)/dist/sysusers.d/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf
+	install -d $(DESTDIR)$(BASHCOMP_DIR) $(DESTDIR)$(LOCAL_CONFIG)/net.d
 	$(BIN)/rkt completion bash > $(DESTDIR)$(BASHCOMP_DIR)/rkt
 
 uninstall:
