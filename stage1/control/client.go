@@ -1,0 +1,204 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Client talks to one pod's supervisor. It holds no connection: every call
+// dials the socket, so a Client is cheap and safe for concurrent use.
+type Client struct {
+	podDir string
+	sock   string
+}
+
+// Dial returns a client for the supervisor of the pod at podDir, after
+// checking that something listens on its socket (ErrNoSupervisor otherwise).
+func Dial(podDir string) (*Client, error) {
+	c := &Client{podDir: podDir, sock: filepath.Join(podDir, schema.Stage1Socket)}
+	conn, err := c.dial(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	conn.Close()
+	return c, nil
+}
+
+// PodDir returns the pod directory the client was made for.
+func (c *Client) PodDir() string { return c.podDir }
+
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.sock)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("cannot connect to %q: %w (%v)", c.sock, ErrNoSupervisor, err)
+		}
+		return nil, fmt.Errorf("cannot connect to %q: %w", c.sock, err)
+	}
+	return conn, nil
+}
+
+// roundTrip sends req on a new connection and reads the Response. On success
+// with keep=true it returns the still-open connection and its reader.
+func (c *Client) roundTrip(ctx context.Context, req *Request, keep bool) (*Response, net.Conn, *bufio.Reader, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*Response, net.Conn, *bufio.Reader, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, nil, nil, fmt.Errorf("%s %q: %w", req.Op, req.App, ctx.Err())
+		}
+		return nil, nil, nil, err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fail(fmt.Errorf("cannot encode %s request: %w", req.Op, err))
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return fail(fmt.Errorf("cannot send %s request to %q: %w", req.Op, c.sock, err))
+	}
+	br := bufio.NewReader(conn)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return fail(fmt.Errorf("no answer to %s from %q: %w", req.Op, c.sock, err))
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fail(fmt.Errorf("cannot parse answer to %s: %w", req.Op, err))
+	}
+	if resp.Error != "" {
+		return fail(responseError(req, &resp))
+	}
+	if !keep {
+		stop()
+		conn.Close()
+		return &resp, nil, nil, nil
+	}
+	stop()
+	return &resp, conn, br, nil
+}
+
+func responseError(req *Request, resp *Response) error {
+	var base error
+	switch resp.Code {
+	case CodeNotFound:
+		base = ErrAppNotFound
+	case CodeRunning:
+		base = ErrAppRunning
+	case CodeNotRunning:
+		base = ErrAppNotRunning
+	case CodeInvalid:
+		base = ErrInvalid
+	}
+	if base != nil {
+		return fmt.Errorf("stage1 %s %q: %s: %w", req.Op, req.App, resp.Error, base)
+	}
+	return fmt.Errorf("stage1 %s %q: %s", req.Op, req.App, resp.Error)
+}
+
+func (c *Client) call(ctx context.Context, req *Request) (*Response, error) {
+	resp, _, _, err := c.roundTrip(ctx, req, false)
+	return resp, err
+}
+
+// StartApp starts the app: reads its app.json and config.json, creates its
+// container and runs it. It returns once the app's process runs.
+func (c *Client) StartApp(ctx context.Context, name string) error {
+	_, err := c.call(ctx, &Request{Op: OpStart, App: name})
+	return err
+}
+
+// StopApp sends SIGTERM to the app, SIGKILL after timeout, and returns once it
+// has exited and its status is recorded. Stopping a stopped app succeeds.
+func (c *Client) StopApp(ctx context.Context, name string, timeout time.Duration) error {
+	_, err := c.call(ctx, &Request{Op: OpStop, App: name, Timeout: timeout})
+	return err
+}
+
+// RemoveApp makes the supervisor forget a stopped app and destroy its
+// container (ErrAppRunning if it runs).
+func (c *Client) RemoveApp(ctx context.Context, name string) error {
+	_, err := c.call(ctx, &Request{Op: OpRemove, App: name})
+	return err
+}
+
+// Status returns the status of every app the supervisor knows.
+func (c *Client) Status(ctx context.Context) ([]schema.AppStatus, error) {
+	resp, err := c.call(ctx, &Request{Op: OpStatus})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Status, nil
+}
+
+// ReopenLog closes and reopens the app's log file (after log rotation).
+func (c *Client) ReopenLog(ctx context.Context, name string) error {
+	_, err := c.call(ctx, &Request{Op: OpReopen, App: name})
+	return err
+}
+
+// UpdateResources changes a running app's cgroup limits.
+func (c *Client) UpdateResources(ctx context.Context, name string, res *specs.LinuxResources) error {
+	if res == nil {
+		return fmt.Errorf("update resources of %q: nil resources: %w", name, ErrInvalid)
+	}
+	_, err := c.call(ctx, &Request{Op: OpUpdate, App: name, Resources: res})
+	return err
+}
+
+// Stats returns a running app's resource usage.
+func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
+	resp, err := c.call(ctx, &Request{Op: OpStats, App: name})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Stats == nil {
+		return nil, fmt.Errorf("stage1 returned no stats for %q", name)
+	}
+	return resp.Stats, nil
+}
+
+// Shutdown stops every app (SIGTERM, SIGKILL after timeout), cleans up and
+// makes the supervisor exit. It returns once the apps are gone; the process
+// exits right after.
+func (c *Client) Shutdown(ctx context.Context, timeout time.Duration) error {
+	_, err := c.call(ctx, &Request{Op: OpShutdown, Timeout: timeout})
+	return err
+}
+
+// WaitReady reads the readiness pipe of a supervisor that is starting (the
+// read end of its fd 4) until the supervisor closes it: nil after "ok",
+// otherwise the error it reported.
+func WaitReady(r io.Reader) error {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return fmt.Errorf("cannot read stage1 readiness: %w", err)
+	}
+	msg := strings.TrimSpace(string(b))
+	switch {
+	case msg == "ok":
+		return nil
+	case msg == "":
+		return errors.New("stage1 exited before it was ready (see stage1.log)")
+	default:
+		return fmt.Errorf("stage1 failed to start: %s", msg)
+	}
+}

@@ -1,0 +1,54 @@
+// Package control is the client side of the stage1 pod supervisor: stage0
+// uses it to drive a running pod, and to read app status from disk when the
+// supervisor is gone. It imports only the standard library, pkg/schema and
+// the OCI runtime-spec types, so that stage0 and the lean stage1 binary can
+// both use it.
+//
+// # Starting the supervisor
+//
+// stage0 starts `<stage1> run --pod-dir=<abs pod dir> [--mode=run|sandbox]
+// [--debug]` with Setsid, Cloneflags CLONE_NEWUTS|CLONE_NEWIPC (no NEWIPC when
+// PodManifest.HostIPC), stdout/stderr to <pod>/stage1.log, ExtraFiles[0]
+// (fd 3) = the pod directory, flock'ed exclusively by stage0 (stage0 closes
+// its own copy after the start), ExtraFiles[1] (fd 4) = the write end of the
+// readiness pipe. stage1 marks both fds close-on-exec so that apps never
+// inherit the pod lock. It writes "ok\n" on fd 4 once stage1.pid and
+// stage1.sock exist and, in mode run, every app of the manifest has been
+// started; otherwise it writes a one-line error message, cleans up and
+// exits non-zero. WaitReady reads that pipe.
+//
+// In mode run the supervisor exits (status 0) once every app has exited; the
+// apps' exit codes are in their status files. In mode sandbox it starts no
+// app and lives until Shutdown or SIGTERM (SIGTERM = Shutdown with a 10s
+// grace period). On exit it destroys its apps' libcontainer containers (state
+// root <pod>/runc) and removes the pod's cgroups. `<stage1> gc
+// --pod-dir=<dir>` is a one-shot cleaner for a supervisor that was killed: it
+// kills what is left in the pod's cgroups, destroys the containers, removes the
+// cgroups and <pod>/runc, and marks apps still recorded as running as exited
+// (Reason "SupervisorDied"). It is idempotent.
+//
+// # Apps
+//
+// An app is what stage0 wrote under <pod>/apps/<name>/ (app.json,
+// config.json, rootfs mounted) and listed in the pod manifest. StartApp reads
+// those files when it is called, so stage0 writes them first. An app with no
+// status.json has never been started (state "created" from stage0's point of
+// view). StartApp on an exited app starts it again (a new container).
+// StopApp on an app that is not running is a no-op. RemoveApp refuses a
+// running app (ErrAppRunning); it makes the supervisor forget the app and
+// destroys its container; the app directory is stage0's to delete.
+//
+// # Wire protocol (over <pod>/stage1.sock, one connection per call)
+//
+// The client writes one JSON Request followed by '\n'; the server answers one
+// JSON Response followed by '\n'. Response.Error non-empty means failure and
+// Response.Code classifies it (CodeNotFound, CodeRunning, CodeNotRunning,
+// CodeInvalid), mapped by the client to the sentinel errors of this package.
+// For OpExec and OpAttach, after a successful Response both sides switch to
+// frames: 1 byte type, 4 bytes big-endian length, payload (see Frame*).
+// Client to server: FrameStdin (data), FrameStdinClose, FrameResize (JSON
+// TermSize). Server to client: FrameStdout, FrameStderr, FrameExit (JSON
+// ExitResult), after which the server closes the connection. A client that
+// closes its connection ends an attach (the app keeps running) or kills the
+// exec'd process.
+package control

@@ -1,0 +1,107 @@
+package control
+
+import (
+	"errors"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Operations of the control protocol.
+const (
+	OpStart    = "start"
+	OpStop     = "stop"
+	OpRemove   = "remove"
+	OpStatus   = "status"
+	OpReopen   = "reopen-log"
+	OpUpdate   = "update-resources"
+	OpStats    = "stats"
+	OpExec     = "exec"
+	OpAttach   = "attach"
+	OpShutdown = "shutdown"
+)
+
+// Error codes carried in Response.Code.
+const (
+	CodeNotFound   = "not-found"
+	CodeRunning    = "running"
+	CodeNotRunning = "not-running"
+	CodeInvalid    = "invalid"
+)
+
+// Sentinel errors returned (wrapped) by Client methods; use errors.Is.
+var (
+	// ErrAppNotFound: the pod has no app of that name.
+	ErrAppNotFound = errors.New("app not found")
+	// ErrAppRunning: the operation needs a stopped app.
+	ErrAppRunning = errors.New("app is running")
+	// ErrAppNotRunning: the operation needs a running app.
+	ErrAppNotRunning = errors.New("app is not running")
+	// ErrInvalid: the request was malformed.
+	ErrInvalid = errors.New("invalid request")
+	// ErrNoSupervisor: no supervisor answers on the pod's socket.
+	ErrNoSupervisor = errors.New("stage1 supervisor is not running")
+)
+
+// Request is the JSON header of every call.
+type Request struct {
+	Op        string                `json:"op"`
+	App       string                `json:"app,omitempty"`
+	Timeout   time.Duration         `json:"timeout,omitempty"` // stop/shutdown grace period
+	Resources *specs.LinuxResources `json:"resources,omitempty"`
+	Exec      *ExecSpec             `json:"exec,omitempty"`
+	Attach    *AttachSpec           `json:"attach,omitempty"`
+}
+
+// ExecSpec is the process part of an exec request.
+type ExecSpec struct {
+	Args  []string `json:"args"`
+	Env   []string `json:"env,omitempty"`  // added to (and overriding) the app's environment
+	Cwd   string   `json:"cwd,omitempty"`  // default: the app's working directory
+	User  string   `json:"user,omitempty"` // "uid[:gid]" or a name from the app's /etc/passwd; default: the app's user
+	TTY   bool     `json:"tty,omitempty"`
+	Stdin bool     `json:"stdin,omitempty"`
+}
+
+// AttachSpec says which streams an attach wants.
+type AttachSpec struct {
+	Stdin  bool `json:"stdin,omitempty"`
+	Stdout bool `json:"stdout,omitempty"`
+	Stderr bool `json:"stderr,omitempty"`
+}
+
+// Response is the JSON answer to every call.
+type Response struct {
+	Error  string             `json:"error,omitempty"`
+	Code   string             `json:"code,omitempty"`
+	Status []schema.AppStatus `json:"status,omitempty"`
+	Stats  *Stats             `json:"stats,omitempty"`
+}
+
+// Stats are an app's resource usage, read from its cgroup by libcontainer.
+type Stats struct {
+	Timestamp         time.Time `json:"timestamp"`
+	CPUUsageNanos     uint64    `json:"cpuUsageNanos"`
+	MemoryUsage       uint64    `json:"memoryUsage"`
+	MemoryWorkingSet  uint64    `json:"memoryWorkingSet"` // usage minus inactive file cache
+	MemoryLimit       uint64    `json:"memoryLimit"`
+	MemoryRSS         uint64    `json:"memoryRSS"`
+	MemoryPageFaults  uint64    `json:"memoryPageFaults"`
+	MemoryMajorFaults uint64    `json:"memoryMajorFaults"`
+	Pids              uint64    `json:"pids"`
+	PidsLimit         uint64    `json:"pidsLimit,omitempty"`
+}
+
+// TermSize is a terminal size for FrameResize.
+type TermSize struct {
+	Width  uint16 `json:"width"`
+	Height uint16 `json:"height"`
+}
+
+// ExitResult ends an exec or attach stream.
+type ExitResult struct {
+	ExitCode int    `json:"exitCode"`
+	Error    string `json:"error,omitempty"`
+}
