@@ -1,0 +1,71 @@
+// Package networking gives pods their network: a network namespace
+// bind-mounted in the pod directory and CNI networks attached to it with
+// libcni. What Setup did is saved in the pod directory (net-info.json) so that
+// Teardown can undo it even after a crash or a change of configuration.
+package networking
+
+import (
+	"path/filepath"
+
+	"github.com/rkt/rkt/pkg/buildinfo"
+)
+
+// Defaults of the built-in "default" network.
+const (
+	DefaultNetworkName = "default"        // name of the built-in bridge network
+	DefaultBridge      = "rkt0"           // its Linux bridge
+	DefaultSubnet      = "172.16.28.0/24" // its IPv4 subnet (host-local IPAM)
+	CNIVersion         = "1.0.0"          // CNI spec version of the configs we generate
+)
+
+// Special values of PodNet.Net.
+const (
+	NetHost    = "host"    // share the host's network namespace
+	NetNone    = "none"    // own network namespace with loopback only
+	NetDefault = "default" // the built-in bridge network
+)
+
+// Config says where networks, plugins and state live.
+type Config struct {
+	DataDir       string   // rkt data dir; state goes under <DataDir>/networks
+	ConfDir       string   // directory of named network configs; default buildinfo.CNIConfDir
+	PluginDirs    []string // directories searched for CNI plugins; default buildinfo.PluginDirs()
+	DefaultBridge string   // bridge of the "default" network; default DefaultBridge
+	DefaultSubnet string   // subnet of the "default" network; default the saved pod CIDR, else DefaultSubnet
+}
+
+func (c Config) confDir() string {
+	if c.ConfDir != "" {
+		return c.ConfDir
+	}
+	return buildinfo.CNIConfDir
+}
+
+func (c Config) pluginDirs() []string {
+	if len(c.PluginDirs) > 0 {
+		return c.PluginDirs
+	}
+	return buildinfo.PluginDirs()
+}
+
+func (c Config) bridge() string {
+	if c.DefaultBridge != "" {
+		return c.DefaultBridge
+	}
+	return DefaultBridge
+}
+
+// stateDir is <DataDir>/networks.
+func (c Config) stateDir() string {
+	dataDir := c.DataDir
+	if dataDir == "" {
+		dataDir = buildinfo.DataDir
+	}
+	return filepath.Join(dataDir, "networks")
+}
+
+// cacheDir holds libcni's result cache.
+func (c Config) cacheDir() string { return filepath.Join(c.stateDir(), "cache") }
+
+// ipamDir holds host-local's reservations.
+func (c Config) ipamDir() string { return filepath.Join(c.stateDir(), "ipam") }

@@ -1,0 +1,82 @@
+package networking
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+)
+
+// CRINetwork returns the name of the network CRI pods join: that of the
+// first config file in ConfDir in lexical order, as containerd and the
+// kubelet choose. It fails when ConfDir holds no usable config.
+func CRINetwork(cfg Config) (string, error) {
+	dir := cfg.confDir()
+	files, err := confFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("no network config found in %q", dir)
+	}
+	list, err := readConfList(files[0])
+	if err != nil {
+		return "", err
+	}
+	return list["name"].(string), nil
+}
+
+// NetworkReady reports whether CRI pods can get a network and, when not, a
+// message saying why: no config in ConfDir, an invalid one, or a plugin it
+// names that is missing from PluginDirs.
+func NetworkReady(cfg Config) (bool, string) {
+	name, err := CRINetwork(cfg)
+	if err != nil {
+		return false, err.Error()
+	}
+	data, err := networkConfList(cfg, name, false)
+	if err != nil {
+		return false, err.Error()
+	}
+	types, err := pluginTypes(data)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, t := range types {
+		if _, err := findPlugin(cfg, t); err != nil {
+			return false, fmt.Sprintf("network %q: %v", name, err)
+		}
+	}
+	return true, ""
+}
+
+// findPlugin returns the path of the CNI plugin binary typ in PluginDirs.
+func findPlugin(cfg Config, typ string) (string, error) {
+	for _, d := range cfg.pluginDirs() {
+		p := filepath.Join(d, typ)
+		if path, err := exec.LookPath(p); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("CNI plugin %q not found in %v", typ, cfg.pluginDirs())
+}
+
+// DialInNetNS connects to address from inside the network namespace at
+// netnsPath (for CRI PortForward: "tcp", "127.0.0.1:80"). The connection
+// lives in that namespace; the caller's thread is left where it was.
+func DialInNetNS(ctx context.Context, netnsPath, network, address string) (net.Conn, error) {
+	var conn net.Conn
+	err := ns.WithNetNSPath(netnsPath, func(ns.NetNS) error {
+		var d net.Dialer
+		var err error
+		conn, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot dial %s %s in network namespace %q: %w", network, address, netnsPath, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,192 @@
+package networking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// ErrAlreadySetUp is returned (wrapped) by Setup for a pod whose network is
+// already set up.
+var ErrAlreadySetUp = errors.New("pod network already set up")
+
+// rollbackTimeout bounds the Teardown that undoes a failed Setup.
+const rollbackTimeout = 30 * time.Second
+
+// Setup gives the pod its network: a network namespace bind-mounted at
+// <pod dir>/netns (not for host) and a CNI ADD for every requested network,
+// with the pod's ports published on the first one. Progress is saved in
+// net-info.json before each step, so that Teardown undoes a Setup that
+// failed or was killed half-way. On error Setup tears down what it did.
+func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
+	if !filepath.IsAbs(pn.Dir) || pn.UUID == "" {
+		return nil, fmt.Errorf("cannot set up network of pod %q in %q: need a UUID and an absolute pod dir", pn.UUID, pn.Dir)
+	}
+	names, err := parseNetList(pn.Net)
+	if err != nil {
+		return nil, err
+	}
+	if prev, err := Load(pn.Dir); err == nil {
+		if prev.Complete {
+			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, ErrAlreadySetUp)
+		}
+		if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+			return nil, fmt.Errorf("cannot clean up interrupted network setup of pod %q: %w", pn.UUID, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+
+	res := &Result{UUID: pn.UUID, Net: pn.Net, Ports: pn.Ports}
+	if names[0] == NetHost {
+		res.Complete = true
+		return res, save(pn.Dir, res)
+	}
+	if names[0] == NetNone && len(pn.Ports) > 0 {
+		return nil, fmt.Errorf("cannot publish ports of pod %q: network %q has no interface but loopback", pn.UUID, NetNone)
+	}
+	if names[0] != NetNone {
+		if res.Networks, err = planNetworks(cfg, names, pn); err != nil {
+			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
+		}
+	}
+	res.NetNS = filepath.Join(pn.Dir, schema.NetNSFile)
+	if err := save(pn.Dir, res); err != nil {
+		return nil, err
+	}
+	if err := setupAll(ctx, cfg, pn, res); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		if terr := Teardown(rctx, cfg, pn.Dir); terr != nil {
+			return nil, fmt.Errorf("%w (and cleaning up failed: %v)", err, terr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// planNetworks builds the config of every network, ports on the first one.
+func planNetworks(cfg Config, names []string, pn PodNet) ([]NetworkResult, error) {
+	var nets []NetworkResult
+	for i, name := range names {
+		withPorts := i == 0 && len(pn.Ports) > 0
+		conf, err := networkConfList(cfg, name, withPorts)
+		if err != nil {
+			return nil, err
+		}
+		caps := map[string]interface{}{}
+		if withPorts {
+			caps["portMappings"] = cniPortMappings(pn.Ports)
+		}
+		if pn.DNS != nil {
+			caps["dns"] = map[string]interface{}{
+				"servers":  pn.DNS.Servers,
+				"searches": pn.DNS.Searches,
+				"options":  pn.DNS.Options,
+			}
+		}
+		nets = append(nets, NetworkResult{
+			Name:           name,
+			IfName:         fmt.Sprintf("eth%d", i),
+			ConfList:       conf,
+			CapabilityArgs: caps,
+		})
+	}
+	return nets, nil
+}
+
+func cniPortMappings(ports []schema.PortMapping) []interface{} {
+	var pms []interface{}
+	for _, p := range ports {
+		proto := strings.ToLower(p.Protocol)
+		if proto == "" {
+			proto = "tcp"
+		}
+		pm := map[string]interface{}{
+			"hostPort":      p.HostPort,
+			"containerPort": p.ContainerPort,
+			"protocol":      proto,
+		}
+		if p.HostIP != "" {
+			pm["hostIP"] = p.HostIP
+		}
+		pms = append(pms, pm)
+	}
+	return pms
+}
+
+// setupAll creates the namespace and adds every planned network, saving
+// progress after each step.
+func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
+	if err := createNetNS(res.NetNS); err != nil {
+		return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
+	}
+	cni := newCNI(cfg)
+	for i := range res.Networks {
+		n := &res.Networks[i]
+		list, err := libcni.ConfListFromBytes(n.ConfList)
+		if err != nil {
+			return fmt.Errorf("invalid config of network %q: %w", n.Name, err)
+		}
+		r, err := cni.AddNetworkList(ctx, list, runtimeConf(pn.UUID, res.NetNS, n))
+		if err != nil {
+			return fmt.Errorf("cannot add pod %q to network %q: %w", pn.UUID, n.Name, err)
+		}
+		if err := fillResult(n, r); err != nil {
+			return fmt.Errorf("cannot read result of network %q for pod %q: %w", n.Name, pn.UUID, err)
+		}
+		n.Added = true
+		if err := save(pn.Dir, res); err != nil {
+			return err
+		}
+	}
+	res.Complete = true
+	return save(pn.Dir, res)
+}
+
+func newCNI(cfg Config) *libcni.CNIConfig {
+	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cfg.cacheDir(), nil)
+}
+
+func runtimeConf(uuid, netns string, n *NetworkResult) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{
+		ContainerID:    uuid,
+		NetNS:          netns,
+		IfName:         n.IfName,
+		CapabilityArgs: n.CapabilityArgs,
+	}
+}
+
+// fillResult copies IPs, routes and DNS of a CNI result into n.
+func fillResult(n *NetworkResult, r cnitypes.Result) error {
+	res, err := types100.NewResultFromResult(r)
+	if err != nil {
+		return err
+	}
+	for _, ip := range res.IPs {
+		c := IPConfig{Address: ip.Address.String()}
+		if ip.Gateway != nil {
+			c.Gateway = ip.Gateway.String()
+		}
+		n.IPs = append(n.IPs, c)
+	}
+	for _, rt := range res.Routes {
+		route := Route{Dst: rt.Dst.String()}
+		if rt.GW != nil {
+			route.GW = rt.GW.String()
+		}
+		n.Routes = append(n.Routes, route)
+	}
+	n.DNS = schema.DNS{Servers: res.DNS.Nameservers, Searches: res.DNS.Search, Options: res.DNS.Options}
+	return nil
+}

@@ -1,0 +1,92 @@
+package networking
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// subnetFile keeps the pod CIDR set by SetDefaultSubnet (CRI
+// UpdateRuntimeConfig), shared by every process using the same data dir.
+const subnetFile = "default-subnet"
+
+// subnet returns the default network's subnet: Config.DefaultSubnet, else
+// the saved pod CIDR, else DefaultSubnet.
+func (c Config) subnet() (string, error) {
+	if c.DefaultSubnet != "" {
+		return validSubnet(c.DefaultSubnet)
+	}
+	data, err := os.ReadFile(filepath.Join(c.stateDir(), subnetFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return DefaultSubnet, nil
+	case err != nil:
+		return "", fmt.Errorf("cannot read default network subnet: %w", err)
+	}
+	return validSubnet(strings.TrimSpace(string(data)))
+}
+
+func validSubnet(s string) (string, error) {
+	_, ipnet, err := net.ParseCIDR(s)
+	if err != nil {
+		return "", fmt.Errorf("invalid subnet %q: %w", s, err)
+	}
+	if ones, bits := ipnet.Mask.Size(); bits-ones < 2 {
+		return "", fmt.Errorf("invalid subnet %q: too small for pods", s)
+	}
+	return ipnet.String(), nil
+}
+
+// SetDefaultSubnet saves cidr as the subnet of the "default" network for
+// pods set up from now on (CRI UpdateRuntimeConfig's pod CIDR). An empty cidr
+// goes back to DefaultSubnet.
+func SetDefaultSubnet(cfg Config, cidr string) error {
+	path := filepath.Join(cfg.stateDir(), subnetFile)
+	if cidr == "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("cannot reset default network subnet: %w", err)
+		}
+		return nil
+	}
+	subnet, err := validSubnet(cidr)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, []byte(subnet+"\n"))
+}
+
+// DefaultNetworkSubnet returns the subnet the "default" network uses now.
+func DefaultNetworkSubnet(cfg Config) (string, error) { return cfg.subnet() }
+
+// writeFileAtomic writes data to path through a synced temp file and rename.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("cannot create directory of %q: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cannot write %q: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("cannot write %q: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package networking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Load reads the network state Setup saved in podDir. It returns an error
+// matching os.ErrNotExist when the pod has none.
+func Load(podDir string) (*Result, error) {
+	path := filepath.Join(podDir, schema.NetInfoFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read network info of pod %q: %w", podDir, err)
+	}
+	var res Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("cannot parse network info %q: %w", path, err)
+	}
+	return &res, nil
+}
+
+func save(podDir string, res *Result) error {
+	data, err := json.MarshalIndent(res, "", "\t")
+	if err != nil {
+		return fmt.Errorf("cannot encode network info of pod %q: %w", podDir, err)
+	}
+	return writeFileAtomic(filepath.Join(podDir, schema.NetInfoFile), data)
+}
+
+// Teardown undoes Setup from what it saved: CNI DEL of every network (in
+// reverse order, whether its ADD finished or not), then unmount and removal
+// of the network namespace and of net-info.json. It is idempotent and works
+// on a pod whose Setup was interrupted or whose network configs changed or
+// vanished since. When a DEL fails, the namespace and net-info.json are kept
+// so that a later Teardown can retry.
+func Teardown(ctx context.Context, cfg Config, podDir string) error {
+	netnsPath := filepath.Join(podDir, schema.NetNSFile)
+	res, err := Load(podDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if res != nil && len(res.Networks) > 0 {
+		if err := delNetworks(ctx, cfg, podDir, res); err != nil {
+			return err
+		}
+	}
+	if err := removeNetNS(netnsPath); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(podDir, schema.NetInfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot remove network info of pod %q: %w", podDir, err)
+	}
+	return nil
+}
+
+// delNetworks runs CNI DEL for every network of res, last first.
+func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) error {
+	uuid := res.UUID
+	if uuid == "" {
+		uuid = filepath.Base(podDir)
+	}
+	netns := res.NetNS
+	if netns == "" || !isNetNS(netns) {
+		// Plugins cannot enter a namespace that is gone; with an empty
+		// path they still release their IPAM reservations.
+		netns = ""
+	}
+	cni := newCNI(cfg)
+	var errs []error
+	for i := len(res.Networks) - 1; i >= 0; i-- {
+		n := &res.Networks[i]
+		list, err := libcni.ConfListFromBytes(n.ConfList)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid saved config of network %q: %w", n.Name, err))
+			continue
+		}
+		if err := cni.DelNetworkList(ctx, list, runtimeConf(uuid, netns, n)); err != nil {
+			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cannot tear down network of pod %q: %w", podDir, err)
+	}
+	return nil
+}
