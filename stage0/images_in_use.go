@@ -13,7 +13,7 @@ import (
 )
 
 // Pod state directories under <data dir>/pods, in lifecycle order.
-var podStateDirs = []string{"prepare", "prepared", "run", "exited-garbage", "garbage"}
+var podStateDirs = []string{dirPrepare, dirPrepared, dirRun, dirExitedGarbage, dirGarbage}
 
 // ImagesInUse returns the IDs of images referenced by any pod in dataDir
 // (in whatever state), so the store can refuse to remove them.

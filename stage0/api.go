@@ -1,0 +1,154 @@
+package stage0
+
+import (
+	"context"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// This file is stage0's public API. Pods are named by UUID; every method
+// that takes a UUID accepts a unique prefix of it.
+
+// Prepare writes a pod with its apps into pods/prepared and returns its UUID.
+func (r *Runtime) Prepare(ctx context.Context, opts PrepareOptions) (string, error) {
+	return r.prepare(ctx, opts)
+}
+
+// RunPrepared starts a prepared pod (mode run: every app starts, the pod
+// exits when all apps have exited). It returns once stage1 is ready.
+func (r *Runtime) RunPrepared(ctx context.Context, uuid string) error {
+	return r.runPrepared(ctx, uuid, modeRun)
+}
+
+// Run prepares and starts a pod; it returns the UUID once stage1 is ready.
+func (r *Runtime) Run(ctx context.Context, opts PrepareOptions) (string, error) {
+	return r.run(ctx, opts)
+}
+
+// Sandbox starts a pod without apps (mode sandbox: it lives until stopped),
+// with its network set up; apps are added with AddApp.
+func (r *Runtime) Sandbox(ctx context.Context, opts PodOptions) (string, error) {
+	return r.sandbox(ctx, opts)
+}
+
+// AddApp creates an app in a running sandbox pod (not started).
+func (r *Runtime) AddApp(ctx context.Context, uuid string, opts AppOptions) (string, error) {
+	return r.addApp(ctx, uuid, opts)
+}
+
+// StartApp starts a created app of a running pod.
+func (r *Runtime) StartApp(ctx context.Context, uuid, app string) error {
+	return r.startApp(ctx, uuid, app)
+}
+
+// StopApp stops a running app: SIGTERM, SIGKILL after opts.Timeout. Stopping
+// an app that is not running succeeds.
+func (r *Runtime) StopApp(ctx context.Context, uuid, app string, opts StopOptions) error {
+	return r.stopApp(ctx, uuid, app, opts)
+}
+
+// RemoveApp removes a stopped (or stops a running) app from a pod: its
+// container, rootfs mount and directory.
+func (r *Runtime) RemoveApp(ctx context.Context, uuid, app string) error {
+	return r.removeApp(ctx, uuid, app)
+}
+
+// Stop stops a running pod (its apps, then stage1) and releases its
+// resources (network, mounts, cgroups). Stopping a stopped pod succeeds.
+func (r *Runtime) Stop(ctx context.Context, uuid string, opts StopOptions) error {
+	return r.stop(ctx, uuid, opts)
+}
+
+// Remove deletes a pod that is not running (prepared, exited or garbage)
+// after releasing its resources; with force a running pod is stopped first.
+func (r *Runtime) Remove(ctx context.Context, uuid string, force bool) error {
+	return r.remove(ctx, uuid, force)
+}
+
+// GC moves exited pods to exited-garbage and releases their resources,
+// deletes exited-garbage pods older than the grace period, expired
+// prepared pods and aborted prepares.
+func (r *Runtime) GC(ctx context.Context, opts GCOptions) (*GCResult, error) {
+	return r.gc(ctx, opts)
+}
+
+// List returns the status of every pod.
+func (r *Runtime) List(ctx context.Context) ([]*PodStatus, error) {
+	return r.list(ctx)
+}
+
+// Status returns the status of one pod.
+func (r *Runtime) Status(ctx context.Context, uuid string) (*PodStatus, error) {
+	return r.status(ctx, uuid)
+}
+
+// Wait blocks until the pod is no longer running (or ctx ends) and returns
+// its final status.
+func (r *Runtime) Wait(ctx context.Context, uuid string) (*PodStatus, error) {
+	return r.wait(ctx, uuid)
+}
+
+// ResolveUUID expands a UUID prefix to the full UUID of an existing pod.
+func (r *Runtime) ResolveUUID(prefix string) (string, error) {
+	p, err := r.findPod(prefix)
+	if err != nil {
+		return "", err
+	}
+	return p.uuid, nil
+}
+
+// Manifest returns the pod manifest.
+func (r *Runtime) Manifest(uuid string) (*schema.PodManifest, error) {
+	return r.manifest(uuid)
+}
+
+// AppSpec returns the OCI runtime spec stage0 built for an app.
+func (r *Runtime) AppSpec(uuid, app string) (*specs.Spec, error) {
+	return r.appSpec(uuid, app)
+}
+
+// Exec runs a process in a running app and returns its exit code.
+func (r *Runtime) Exec(ctx context.Context, uuid string, opts ExecOptions) (int, error) {
+	return r.exec(ctx, uuid, opts)
+}
+
+// Enter runs args (default /bin/sh) in a running app with the given stdio;
+// it is Exec with rkt enter's defaults.
+func (r *Runtime) Enter(ctx context.Context, uuid string, opts ExecOptions) (int, error) {
+	if len(opts.Args) == 0 {
+		opts.Args = []string{"/bin/sh"}
+	}
+	return r.exec(ctx, uuid, opts)
+}
+
+// Attach connects to a running app's stdio until it exits or ctx ends.
+func (r *Runtime) Attach(ctx context.Context, uuid string, opts AttachOptions) error {
+	return r.attach(ctx, uuid, opts)
+}
+
+// UpdateAppResources changes the cgroup limits of a running app.
+func (r *Runtime) UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
+	return r.updateAppResources(ctx, uuid, app, res)
+}
+
+// AppStats returns resource usage of a running app.
+func (r *Runtime) AppStats(ctx context.Context, uuid, app string) (*AppStats, error) {
+	return r.appStats(ctx, uuid, app)
+}
+
+// PodStats returns the summed resource usage of a running pod's apps.
+func (r *Runtime) PodStats(ctx context.Context, uuid string) (*AppStats, error) {
+	return r.podStats(ctx, uuid)
+}
+
+// ReopenAppLog makes stage1 reopen an app's log file (after rotation).
+func (r *Runtime) ReopenAppLog(ctx context.Context, uuid, app string) error {
+	return r.reopenAppLog(ctx, uuid, app)
+}
+
+// ImagesInUse returns the IDs of images used by any pod.
+func (r *Runtime) ImagesInUse() (map[string]bool, error) {
+	return ImagesInUse(r.cfg.DataDir)
+}

@@ -1,0 +1,226 @@
+package stage0
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Pod state directories under <data dir>/pods.
+const (
+	dirPrepare       = "prepare"
+	dirPrepared      = "prepared"
+	dirRun           = "run"
+	dirExitedGarbage = "exited-garbage"
+	dirGarbage       = "garbage"
+)
+
+// pod is a pod directory found on disk at one moment. Pods move between
+// state directories by rename, so dir may be stale: callers that need a
+// stable view take the pod's lock and re-find it.
+type pod struct {
+	uuid  string
+	state string // state directory name
+	dir   string // <data>/pods/<state>/<uuid>
+}
+
+var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("cannot generate a pod UUID: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+func (r *Runtime) podsDir() string { return filepath.Join(r.cfg.DataDir, "pods") }
+
+func (r *Runtime) stateDir(state string) string { return filepath.Join(r.podsDir(), state) }
+
+func (r *Runtime) podAt(state, uuid string) *pod {
+	return &pod{uuid: uuid, state: state, dir: filepath.Join(r.stateDir(state), uuid)}
+}
+
+// ensureDirs creates the pod state directories.
+func (r *Runtime) ensureDirs() error {
+	for _, s := range podStateDirs {
+		if err := os.MkdirAll(r.stateDir(s), 0o711); err != nil {
+			return fmt.Errorf("cannot create pod directory %q: %w", r.stateDir(s), err)
+		}
+	}
+	return nil
+}
+
+// allPods lists every pod directory, in lifecycle order of the states.
+func (r *Runtime) allPods() ([]*pod, error) {
+	var pods []*pod
+	seen := map[string]bool{}
+	for _, s := range podStateDirs {
+		entries, err := os.ReadDir(r.stateDir(s))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot list pods in %q: %w", r.stateDir(s), err)
+		}
+		for _, e := range entries {
+			// a pod being moved may show up twice: keep its first sighting
+			if !e.IsDir() || !uuidRe.MatchString(e.Name()) || seen[e.Name()] {
+				continue
+			}
+			seen[e.Name()] = true
+			pods = append(pods, r.podAt(s, e.Name()))
+		}
+	}
+	return pods, nil
+}
+
+// findPod resolves a UUID or unique UUID prefix to the pod's current
+// location.
+func (r *Runtime) findPod(prefix string) (*pod, error) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if prefix == "" {
+		return nil, fmt.Errorf("empty pod UUID: %w", ErrInvalid)
+	}
+	// Retry: a pod renamed between two ReadDirs can be missed once.
+	for attempt := 0; attempt < 3; attempt++ {
+		pods, err := r.allPods()
+		if err != nil {
+			return nil, err
+		}
+		var match []*pod
+		for _, p := range pods {
+			if p.uuid == prefix {
+				return p, nil
+			}
+			if strings.HasPrefix(p.uuid, prefix) {
+				match = append(match, p)
+			}
+		}
+		if len(match) == 1 {
+			return match[0], nil
+		}
+		if len(match) > 1 {
+			return nil, fmt.Errorf("pod %q matches %d pods: %w", prefix, len(match), ErrAmbiguousUUID)
+		}
+	}
+	return nil, fmt.Errorf("pod %q: %w", prefix, ErrPodNotFound)
+}
+
+// refind locates a pod again after it may have moved.
+func (r *Runtime) refind(p *pod) (*pod, error) {
+	if _, err := os.Stat(p.dir); err == nil {
+		return p, nil
+	}
+	return r.findPod(p.uuid)
+}
+
+// move renames the pod into another state directory.
+func (r *Runtime) move(p *pod, to string) error {
+	dst := filepath.Join(r.stateDir(to), p.uuid)
+	if err := os.Rename(p.dir, dst); err != nil {
+		return fmt.Errorf("cannot move pod %s from %s to %s: %w", p.uuid, p.state, to, err)
+	}
+	p.state, p.dir = to, dst
+	return nil
+}
+
+// state derives the PodState from the directory and the lock.
+func (p *pod) podState() (PodState, error) {
+	locked, err := lock.IsLocked(p.dir, lock.Dir)
+	if err != nil {
+		return "", fmt.Errorf("cannot check the lock of pod %s: %w", p.uuid, err)
+	}
+	switch p.state {
+	case dirPrepare:
+		if locked {
+			return PodPreparing, nil
+		}
+		return PodAbortedPrepare, nil
+	case dirPrepared:
+		return PodPrepared, nil
+	case dirRun:
+		if locked {
+			return PodRunning, nil
+		}
+		return PodExited, nil
+	case dirExitedGarbage:
+		return PodExitedGarbage, nil
+	case dirGarbage:
+		if locked {
+			return PodDeleting, nil
+		}
+		return PodGarbage, nil
+	}
+	return "", fmt.Errorf("pod %s in unknown state directory %q", p.uuid, p.state)
+}
+
+// readManifest loads the pod manifest.
+func (p *pod) readManifest() (*schema.PodManifest, error) {
+	b, err := os.ReadFile(filepath.Join(p.dir, schema.PodManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the manifest of pod %s: %w", p.uuid, err)
+	}
+	var pm schema.PodManifest
+	if err := json.Unmarshal(b, &pm); err != nil {
+		return nil, fmt.Errorf("cannot parse the manifest of pod %s: %w", p.uuid, err)
+	}
+	return &pm, nil
+}
+
+// writeManifest replaces the pod manifest atomically.
+func (p *pod) writeManifest(pm *schema.PodManifest) error {
+	if err := writeJSONAtomic(filepath.Join(p.dir, schema.PodManifestFile), pm); err != nil {
+		return fmt.Errorf("cannot write the manifest of pod %s: %w", p.uuid, err)
+	}
+	return nil
+}
+
+func (p *pod) appDir(name string) string { return filepath.Join(p.dir, schema.AppsDir, name) }
+
+// writeJSONAtomic writes v as JSON to path through a synced temporary file.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+// writeFileAtomic writes data to path through a synced temporary file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,99 @@
+// Package stage0 is the pod lifecycle library behind every rkt pod command
+// and the CRI server: it writes pod directories, mounts app root
+// filesystems, sets up networking, starts the stage1 supervisor and drives
+// the pod through rkt's lifecycle (prepare -> prepared -> run ->
+// exited-garbage -> garbage). It never exits or changes the working
+// directory of the calling process and is safe for concurrent callers on
+// different pods.
+package stage0
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/rkt/rkt/pkg/buildinfo"
+)
+
+// DefaultCgroupParent is the cgroup under which pods are created when
+// Config.CgroupParent is empty.
+const DefaultCgroupParent = "/rkt"
+
+// Config configures a Runtime.
+type Config struct {
+	DataDir       string      // rkt data directory (--dir); pods live in <DataDir>/pods
+	Stage1Path    string      // stage1 binary; empty: DefaultStage1Path()
+	Images        ImageSource // resolves image references (see StoreImages)
+	CNIConfDir    string      // named CNI networks; empty: buildinfo.CNIConfDir
+	CNIPluginDirs []string    // CNI plugin directories; empty: buildinfo.PluginDirs()
+	CgroupParent  string      // default cgroup parent of pods; empty: DefaultCgroupParent
+	Debug         bool        // run stage1 with --debug
+	// Logf receives debug messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Image is what stage0 needs of an image to run an app from it.
+type Image struct {
+	ID     string         // sha256:<config digest>
+	Name   string         // normalized name:tag (or the reference given)
+	Config *v1.ConfigFile // image configuration (user, env, entrypoint, cmd, workdir...)
+	Layers []string       // unpacked layer directories, lowest first (overlay lowerdirs)
+}
+
+// ImageSource resolves image references for stage0.
+type ImageSource interface {
+	// AppImage resolves ref (ID, ID prefix, name[:tag], name@digest) to an
+	// image whose layers are unpacked and ready to be used as lowerdirs.
+	AppImage(ctx context.Context, ref string) (*Image, error)
+}
+
+// Runtime runs pods in one data directory.
+type Runtime struct {
+	cfg Config
+}
+
+// New returns a Runtime for cfg, filling defaults.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("stage0: no data directory configured")
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = dir
+	if cfg.Stage1Path == "" {
+		cfg.Stage1Path = DefaultStage1Path()
+	}
+	if cfg.CNIConfDir == "" {
+		cfg.CNIConfDir = buildinfo.CNIConfDir
+	}
+	if len(cfg.CNIPluginDirs) == 0 {
+		cfg.CNIPluginDirs = buildinfo.PluginDirs()
+	}
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = DefaultCgroupParent
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Runtime{cfg: cfg}, nil
+}
+
+// Config returns the runtime's configuration with defaults filled in.
+func (r *Runtime) Config() Config { return r.cfg }
+
+// DefaultStage1Path returns `stage1` next to the running executable when it
+// exists, else the configure-time buildinfo.Stage1Path.
+func DefaultStage1Path() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "stage1")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return buildinfo.Stage1Path
+}
