@@ -1,0 +1,84 @@
+package kubeletsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sentinel errors of the service; handlers wrap them with context and the
+// error mapping turns them into gRPC codes.
+var (
+	errNotFound           = errors.New("not found")
+	errAlreadyExists      = errors.New("already exists")
+	errInvalidArgument    = errors.New("invalid argument")
+	errFailedPrecondition = errors.New("failed precondition")
+	errUnimplemented      = errors.New("not implemented")
+)
+
+// notFoundErrors, etc. are the sentinels of other packages (store, stage0)
+// that map to a code; they are registered by the files that use those
+// packages, so this file stays independent of them.
+var codeSentinels = []struct {
+	err  error
+	code codes.Code
+}{
+	{errPermission, codes.PermissionDenied},
+	{errNotFound, codes.NotFound},
+	{errAlreadyExists, codes.AlreadyExists},
+	{errInvalidArgument, codes.InvalidArgument},
+	{errFailedPrecondition, codes.FailedPrecondition},
+	{errUnimplemented, codes.Unimplemented},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+	{context.Canceled, codes.Canceled},
+	{fs.ErrPermission, codes.PermissionDenied},
+}
+
+// registerCode maps errors matching err (errors.Is) to code.
+func registerCode(err error, code codes.Code) {
+	codeSentinels = append(codeSentinels, struct {
+		err  error
+		code codes.Code
+	}{err, code})
+}
+
+// toStatus turns a handler error into a gRPC status error carrying the
+// whole cause chain. An error that already is a status keeps its code.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codeOf(err), err.Error())
+}
+
+// codeOf returns the gRPC code for err; Unknown when nothing matches.
+func codeOf(err error) codes.Code {
+	for _, s := range codeSentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return codes.Unknown
+}
+
+// invalidf returns an InvalidArgument error.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// notFoundf returns a NotFound error.
+func notFoundf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errNotFound, fmt.Sprintf(format, args...))
+}
+
+// internalStatus returns an Internal status error for err.
+func internalStatus(err error) error {
+	return status.Error(codes.Internal, err.Error())
+}

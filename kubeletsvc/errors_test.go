@@ -1,0 +1,37 @@
+package kubeletsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestToStatus(t *testing.T) {
+	tests := []struct {
+		err  error
+		code codes.Code
+	}{
+		{notFoundf("sandbox %q", "x"), codes.NotFound},
+		{fmt.Errorf("cannot create: %w", invalidf("bad")), codes.InvalidArgument},
+		{fmt.Errorf("exec: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
+		{fmt.Errorf("peer: %w", errPermission), codes.PermissionDenied},
+		{status.Error(codes.Aborted, "x"), codes.Aborted},
+		{errors.New("boom"), codes.Unknown},
+	}
+	for _, tc := range tests {
+		st, _ := status.FromError(toStatus(tc.err))
+		if st.Code() != tc.code {
+			t.Errorf("toStatus(%v) code = %v, want %v", tc.err, st.Code(), tc.code)
+		}
+		if st.Message() != tc.err.Error() && status.Code(tc.err) == codes.Unknown {
+			t.Errorf("toStatus(%v) message %q lost the cause chain", tc.err, st.Message())
+		}
+	}
+	if toStatus(nil) != nil {
+		t.Error("toStatus(nil) != nil")
+	}
+}

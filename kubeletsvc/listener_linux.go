@@ -1,0 +1,104 @@
+package kubeletsvc
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/hashicorp/errwrap"
+)
+
+// lookupGroup resolves a group name (or numeric gid) to its gid.
+func lookupGroup(name string) (int, error) {
+	if name == "" {
+		return 0, errors.New("no socket group given")
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		if gid, perr := strconv.Atoi(name); perr == nil && gid >= 0 {
+			return gid, nil
+		}
+		return 0, fmt.Errorf("socket group %q does not exist (create it, e.g. `groupadd --system %s`, or pass --socket-group): %w", name, name, err)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("socket group %q has a non-numeric gid %q", name, g.Gid)
+	}
+	return gid, nil
+}
+
+// listen returns the socket-activated listener when systemd passed one
+// (LISTEN_FDS), else creates the unix socket at path, replacing a stale one,
+// with mode 0660, owner root and group gid. activated reports which.
+func listen(path string, gid int) (l net.Listener, activated bool, err error) {
+	ls, err := activation.Listeners()
+	if err != nil {
+		return nil, false, errwrap.Wrapf("cannot take the socket-activated listeners: {{err}}", err)
+	}
+	for i, sl := range ls {
+		if sl == nil {
+			continue
+		}
+		if _, ok := sl.(*net.UnixListener); !ok {
+			sl.Close()
+			continue
+		}
+		for _, other := range ls[i+1:] {
+			if other != nil {
+				other.Close()
+			}
+		}
+		return sl, true, nil
+	}
+
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot create the directory of socket %q: {{err}}", path), err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, false, err
+	}
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot listen on %q: {{err}}", path), err)
+	}
+	ul.SetUnlinkOnClose(true)
+	if err := os.Chown(path, 0, gid); err != nil {
+		ul.Close()
+		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot chown socket %q: {{err}}", path), err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ul.Close()
+		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot chmod socket %q: {{err}}", path), err)
+	}
+	return ul, false, nil
+}
+
+// removeStaleSocket removes a socket file nobody listens on; it refuses to
+// replace a socket that a live server answers on, or a file that is not a
+// socket.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot stat socket %q: {{err}}", path), err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("cannot listen on %q: it exists and is not a socket", path)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("cannot listen on %q: another server is answering on it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errwrap.Wrapf(fmt.Sprintf("cannot remove stale socket %q: {{err}}", path), err)
+	}
+	return nil
+}

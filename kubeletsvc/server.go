@@ -1,0 +1,140 @@
+// Package kubeletsvc is `rkt kubelet-service`: the Kubernetes CRI v1
+// RuntimeService and ImageService, served on a unix socket, translated to
+// stage0 (pods) and store (images). It holds no pod logic of its own: every
+// piece of state it reports is read back from the pod directories and the
+// store, so a restarted service finds everything where it left it.
+package kubeletsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/hashicorp/errwrap"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
+)
+
+// Config configures the service. Zero values take the defaults noted.
+type Config struct {
+	DataDir         string        // rkt data directory (global --dir)
+	SocketPath      string        // unix socket to create when not socket-activated
+	SocketGroup     string        // group allowed on the socket besides root
+	StreamAddr      string        // streaming server address; default 127.0.0.1:0
+	Stage1Path      string        // stage1 binary
+	CgroupParent    string        // cgroup parent of the pods; default stage0's
+	CNIConfDir      string        // CNI network configs for the pods
+	CNIPluginDirs   []string      // CNI plugin directories
+	ConfigDirs      []string      // rkt config dirs, lowest precedence first (registries, auth)
+	InsecureHTTP    bool          // allow plain HTTP to any registry
+	ShutdownTimeout time.Duration // bound on finishing in-flight calls; default 10s
+	Logger          *slog.Logger  // default: slog.Default()
+}
+
+// Server is a running-or-ready kubelet-service.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	gid    int
+	svc    *criService
+	grpc   *grpc.Server
+	stream streaming.Server
+}
+
+// New validates cfg and prepares the service; it opens no socket yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StreamAddr == "" {
+		cfg.StreamAddr = "127.0.0.1:0"
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("kubelet-service: no data directory given")
+	}
+	gid, err := lookupGroup(cfg.SocketGroup)
+	if err != nil {
+		return nil, errwrap.Wrapf("kubelet-service cannot start: {{err}}", err)
+	}
+	svc, err := newCRIService(cfg)
+	if err != nil {
+		return nil, errwrap.Wrapf("kubelet-service cannot start: {{err}}", err)
+	}
+	in := &instrument{log: cfg.Logger, auth: &authorizer{gid: gid, groupsOf: procGroups}}
+	g := grpc.NewServer(
+		grpc.Creds(peerCreds{}),
+		grpc.ChainUnaryInterceptor(in.unary),
+		grpc.ChainStreamInterceptor(in.stream),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(g, svc)
+	runtimeapi.RegisterImageServiceServer(g, svc)
+	return &Server{cfg: cfg, log: cfg.Logger, gid: gid, svc: svc, grpc: g}, nil
+}
+
+// Serve listens (socket activation or its own socket), serves until ctx is
+// done, then stops accepting, lets in-flight calls finish within the
+// shutdown bound and returns. Pods keep running.
+func (s *Server) Serve(ctx context.Context) error {
+	sl, err := net.Listen("tcp", s.cfg.StreamAddr)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot listen for streaming on %q: {{err}}", s.cfg.StreamAddr), err)
+	}
+	base := &url.URL{Scheme: "http", Host: sl.Addr().String()}
+	scfg := streaming.DefaultConfig
+	scfg.Addr = sl.Addr().String()
+	scfg.BaseURL = base
+	st, err := streaming.NewServer(scfg, &streamRuntime{svc: s.svc})
+	if err != nil {
+		sl.Close()
+		return errwrap.Wrapf("cannot create the streaming server: {{err}}", err)
+	}
+	s.stream = st
+	s.svc.stream = st
+	hs := &http.Server{Handler: st, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := hs.Serve(sl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("streaming server stopped", "error", err)
+		}
+	}()
+	defer hs.Close()
+
+	l, activated, err := listen(s.cfg.SocketPath, s.gid)
+	if err != nil {
+		return err
+	}
+	s.log.Info("kubelet-service listening", "socket", l.Addr().String(), "socketActivated", activated, "streaming", base.String())
+	s.svc.startBackground(ctx)
+
+	served := make(chan error, 1)
+	go func() { served <- s.grpc.Serve(l) }()
+	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		s.log.Warn("cannot notify systemd", "error", err)
+	}
+
+	select {
+	case err := <-served:
+		return errwrap.Wrapf("kubelet-service stopped serving: {{err}}", err)
+	case <-ctx.Done():
+	}
+	daemon.SdNotify(false, daemon.SdNotifyStopping)
+	s.log.Info("kubelet-service stopping")
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.ShutdownTimeout):
+		s.log.Warn("in-flight calls did not finish in time; closing them", "timeout", s.cfg.ShutdownTimeout)
+		s.grpc.Stop()
+	}
+	return nil
+}
