@@ -1,0 +1,108 @@
+package networking
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeBridgeConf writes a bridge network config named name to file in dir.
+// A .conf file holds a single plugin, a .conflist a list.
+func writeBridgeConf(t testing.TB, dir, file, name, bridge, subnet string) {
+	t.Helper()
+	plugin := fmt.Sprintf(`{"type":"bridge","bridge":%q,"isGateway":true,"ipam":{"type":"host-local","subnet":%q}}`, bridge, subnet)
+	var data string
+	if strings.HasSuffix(file, ".conflist") {
+		data = fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[%s]}`, name, plugin)
+	} else {
+		data = fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,%s`, name, plugin[1:])
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNamedNetworks(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	br1, sub1 := testNet(t.Name() + "/1")
+	br2, sub2 := testNet(t.Name() + "/2")
+	t.Cleanup(func() { deleteLink(br1); deleteLink(br2) })
+	writeBridgeConf(t, cfg.ConfDir, "20-first.conflist", "first", br1, sub1)
+	writeBridgeConf(t, cfg.ConfDir, "30-second.conf", "second", br2, sub2)
+
+	if name, err := CRINetwork(cfg); err != nil || name != "first" {
+		t.Fatalf("CRINetwork = %q, %v; want first", name, err)
+	}
+	if ok, reason := NetworkReady(cfg); !ok {
+		t.Fatalf("NetworkReady = false: %s", reason)
+	}
+
+	pn := newPod(t, cfg, "second,first")
+	res, err := Setup(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if len(res.Networks) != 2 || res.Networks[0].Name != "second" || res.Networks[0].IfName != "eth0" ||
+		res.Networks[1].Name != "first" || res.Networks[1].IfName != "eth1" {
+		t.Fatalf("bad networks %+v", res.Networks)
+	}
+	for i, sub := range []string{sub2, sub1} {
+		_, ipnet, _ := net.ParseCIDR(sub)
+		if ip := res.Networks[i].IPs[0].IP(); !ipnet.Contains(ip) {
+			t.Fatalf("network %s: address %s not in %s", res.Networks[i].Name, ip, sub)
+		}
+	}
+	// host-local keeps its reservations under our data dir.
+	if _, err := os.Stat(filepath.Join(cfg.ipamDir(), "first")); err != nil {
+		t.Fatalf("no IPAM state under the data dir: %v", err)
+	}
+
+	// Teardown works from the saved configs even when the files are gone.
+	if err := os.RemoveAll(cfg.ConfDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	for _, br := range []string{br1, br2} {
+		if left := hostLeftovers(t, cfg, pn, br); len(left) > 0 {
+			t.Fatalf("after Teardown: %v", left)
+		}
+	}
+}
+
+func TestNamedNetworkMissing(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	pn := newPod(t, cfg, "nosuchnet")
+	if _, err := Setup(context.Background(), cfg, pn); err == nil || !strings.Contains(err.Error(), "nosuchnet") {
+		t.Fatalf("Setup of a missing network: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(pn.Dir, "net-info.json")); err == nil {
+		t.Fatalf("failed Setup left net-info.json")
+	}
+}
+
+func TestNetworkReady(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{ConfDir: dir, DataDir: t.TempDir(), PluginDirs: []string{t.TempDir()}}
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, "no network config") {
+		t.Fatalf("empty conf dir: ready=%v %q", ok, reason)
+	}
+	writeBridgeConf(t, dir, "10-net.conflist", "net", "br-x", "10.1.2.0/24")
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"bridge" not found`) {
+		t.Fatalf("missing plugin: ready=%v %q", ok, reason)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "00-bad.conf"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, "00-bad.conf") {
+		t.Fatalf("invalid config: ready=%v %q", ok, reason)
+	}
+}

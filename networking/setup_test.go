@@ -1,0 +1,218 @@
+package networking
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+func TestSetupTeardownDefault(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	pn := newPod(t, cfg, "")
+	ctx := context.Background()
+
+	res, err := Setup(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if !res.Complete || res.NetNS != filepath.Join(pn.Dir, schema.NetNSFile) || !isNetNS(res.NetNS) {
+		t.Fatalf("bad result %+v (netns mounted: %v)", res, isNetNS(res.NetNS))
+	}
+	ips := res.PodIPs()
+	_, subnet, _ := net.ParseCIDR(cfg.DefaultSubnet)
+	if len(ips) != 1 || !subnet.Contains(net.ParseIP(ips[0])) {
+		t.Fatalf("pod IPs %v not one address in %s", ips, subnet)
+	}
+	if n := res.Networks[0]; n.Name != DefaultNetworkName || n.IfName != "eth0" || !n.Added || n.IPs[0].Gateway == "" {
+		t.Fatalf("bad network result %+v", n)
+	}
+	loaded, err := Load(pn.Dir)
+	if err != nil || loaded.PodIPs()[0] != ips[0] || !loaded.Complete {
+		t.Fatalf("Load = %+v, %v", loaded, err)
+	}
+
+	// The host reaches a server inside the pod over the bridge, and the
+	// pod has loopback and a default route.
+	echoServer(t, res.NetNS, ":8080", "pod")
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(ips[0], "8080"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial pod from host: %v", err)
+	}
+	if got := readConn(t, c); got != "hello from pod" {
+		t.Fatalf("pod answered %q", got)
+	}
+	c, err = DialInNetNS(ctx, res.NetNS, "tcp", "127.0.0.1:8080")
+	if err != nil {
+		t.Fatalf("DialInNetNS: %v", err)
+	}
+	if got := readConn(t, c); got != "hello from pod" {
+		t.Fatalf("pod answered %q on loopback", got)
+	}
+
+	if _, err := Setup(ctx, cfg, pn); !errors.Is(err, ErrAlreadySetUp) {
+		t.Fatalf("second Setup: %v, want ErrAlreadySetUp", err)
+	}
+
+	// What Teardown must remove is there now (so the check below can fail).
+	before := strings.Join(hostLeftovers(t, cfg, pn, cfg.DefaultBridge), "\n")
+	for _, want := range []string{"veth:", "ipam:", "iptables:", "cache:", "netns file", "mount under pod dir"} {
+		if !strings.Contains(before, want) {
+			t.Fatalf("set-up pod shows no %q in host state:\n%s", want, before)
+		}
+	}
+
+	for i := 0; i < 2; i++ {
+		if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+			t.Fatalf("Teardown #%d: %v", i+1, err)
+		}
+		if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+			t.Fatalf("after Teardown #%d: %v", i+1, left)
+		}
+	}
+	if _, err := Load(pn.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load after Teardown: %v", err)
+	}
+}
+
+func TestTwoPodsTalk(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	a, b := newPod(t, cfg, "default"), newPod(t, cfg, "default")
+	ra, err := Setup(ctx, cfg, a)
+	if err != nil {
+		t.Fatalf("Setup a: %v", err)
+	}
+	rb, err := Setup(ctx, cfg, b)
+	if err != nil {
+		t.Fatalf("Setup b: %v", err)
+	}
+	if ra.PodIPs()[0] == rb.PodIPs()[0] {
+		t.Fatalf("both pods got %s", ra.PodIPs()[0])
+	}
+	echoServer(t, ra.NetNS, ":9000", "a")
+	c, err := DialInNetNS(ctx, rb.NetNS, "tcp", net.JoinHostPort(ra.PodIPs()[0], "9000"))
+	if err != nil {
+		t.Fatalf("dial a from b: %v", err)
+	}
+	if got := readConn(t, c); got != "hello from a" {
+		t.Fatalf("a answered %q", got)
+	}
+}
+
+func TestPublishedPort(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	hostPort := freePort(t)
+	pn.Ports = []schema.PortMapping{{Protocol: "TCP", ContainerPort: 8080, HostPort: hostPort}}
+	res, err := Setup(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	echoServer(t, res.NetNS, ":8080", "published")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort))
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	if got := readConn(t, c); got != "hello from published" {
+		t.Fatalf("published port answered %q", got)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Teardown: %v", left)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("port %s still answers after Teardown", addr)
+	}
+}
+
+func TestNoneNetwork(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	pn := newPod(t, cfg, NetNone)
+	res, err := Setup(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if len(res.Networks) != 0 || !isNetNS(res.NetNS) || len(res.PodIPs()) != 0 {
+		t.Fatalf("bad none result %+v", res)
+	}
+	var names []string
+	inNS(t, res.NetNS, func() error {
+		ifs, err := net.Interfaces()
+		for _, i := range ifs {
+			names = append(names, i.Name)
+			if i.Name == "lo" && i.Flags&net.FlagUp == 0 {
+				t.Errorf("lo is down")
+			}
+		}
+		return err
+	})
+	if strings.Join(names, ",") != "lo" {
+		t.Fatalf("interfaces in none netns: %v", names)
+	}
+	echoServer(t, res.NetNS, "127.0.0.1:7000", "none")
+	c, err := DialInNetNS(ctx, res.NetNS, "tcp", "127.0.0.1:7000")
+	if err != nil {
+		t.Fatalf("loopback in none netns: %v", err)
+	}
+	if got := readConn(t, c); got != "hello from none" {
+		t.Fatalf("got %q", got)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Teardown: %v", left)
+	}
+
+	pn2 := newPod(t, cfg, NetNone)
+	pn2.Ports = []schema.PortMapping{{ContainerPort: 1, HostPort: 1}}
+	if _, err := Setup(ctx, cfg, pn2); err == nil {
+		t.Fatalf("ports on none network accepted")
+	}
+}
+
+func TestHostNetwork(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	pn := newPod(t, cfg, NetHost)
+	res, err := Setup(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if res.NetNS != "" || len(res.Networks) != 0 || !res.Complete {
+		t.Fatalf("bad host result %+v", res)
+	}
+	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetNSFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("host pod has a netns file: %v", err)
+	}
+	if l, err := Load(pn.Dir); err != nil || l.Net != NetHost {
+		t.Fatalf("Load = %+v, %v", l, err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+			t.Fatalf("Teardown: %v", err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetInfoFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("net-info left: %v", err)
+	}
+}
