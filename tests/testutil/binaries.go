@@ -1,0 +1,103 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Environment variables naming the binaries under test (set by `make functional`).
+const (
+	EnvRKTBin    = "RKT_BIN"    // absolute path of the rkt binary
+	EnvStage1Bin = "RKT_STAGE1" // absolute path of the stage1 binary
+	EnvTools     = "RKT_TOOLS"  // directory of test tools (crictl, critest)
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+
+	binMu    sync.Mutex
+	binBuilt = map[string]string{}
+)
+
+// Main runs the tests of a package and removes the binaries testutil built
+// for them. Call it from the package's TestMain: os.Exit(testutil.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	return code
+}
+
+// RKTBin returns the absolute path of the rkt binary: $RKT_BIN, or one built
+// from this module (once per test process).
+func RKTBin(t testing.TB) string {
+	t.Helper()
+	return binary(t, EnvRKTBin, "rkt", "./rkt")
+}
+
+// Stage1Bin returns the absolute path of the stage1 binary: $RKT_STAGE1, or
+// one built from this module next to the built rkt (once per test process).
+func Stage1Bin(t testing.TB) string {
+	t.Helper()
+	return binary(t, EnvStage1Bin, "stage1", "./stage1")
+}
+
+// ToolsDir returns $RKT_TOOLS, or "" when it is not set.
+func ToolsDir() string { return os.Getenv(EnvTools) }
+
+func binary(t testing.TB, env, name, pkg string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatalf("cannot resolve $%s=%q: %v", env, p, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			t.Fatalf("binary from $%s: %v", env, err)
+		}
+		return abs
+	}
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binBuilt[name]; ok {
+		return p
+	}
+	buildOnce.Do(func() { buildDir, buildErr = os.MkdirTemp("", "rkt-testbin-") })
+	if buildErr != nil {
+		t.Fatalf("cannot create build dir: %v", buildErr)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("cannot build %s: %v", name, err)
+	}
+	out := filepath.Join(buildDir, name)
+	cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build %s (set $%s to use a prebuilt one): %v\n%s", name, env, err, b)
+	}
+	binBuilt[name] = out
+	return out
+}
+
+// moduleRoot finds the directory of this module's go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the rkt module")
+	}
+	return filepath.Dir(gomod), nil
+}
