@@ -1,0 +1,109 @@
+package tarx
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/errwrap"
+	"golang.org/x/sys/unix"
+)
+
+// setAttrs applies owner, xattrs, mode and times of h to target (a path the
+// extractor just created, so its last component is what h describes).
+func (x *extractor) setAttrs(target string, h *tar.Header) error {
+	isLink := h.Typeflag == tar.TypeSymlink
+	if x.isRoot && !x.opts.NoSameOwner {
+		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
+			return errwrap.Wrapf("cannot chown: {{err}}", err)
+		}
+	}
+	for k, v := range h.PAXRecords {
+		attr, ok := strings.CutPrefix(k, xattrPAXPrefix)
+		if !ok {
+			continue
+		}
+		if err := unix.Lsetxattr(target, attr, []byte(v), 0); err != nil {
+			if !x.isRoot && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTSUP)) {
+				continue // trusted.* and security.* need root
+			}
+			return errwrap.Wrapf(fmt.Sprintf("cannot set xattr %q: {{err}}", attr), err)
+		}
+	}
+	if !isLink {
+		// After chown, which clears setuid/setgid bits.
+		if err := unix.Fchmodat(unix.AT_FDCWD, target, uint32(h.Mode)&0o7777, 0); err != nil {
+			return errwrap.Wrapf("cannot chmod: {{err}}", err)
+		}
+	}
+	if h.Typeflag == tar.TypeDir {
+		x.dirs = append(x.dirs, h)
+		x.dirPaths = append(x.dirPaths, target)
+		return nil
+	}
+	return setTimes(target, h)
+}
+
+func setTimes(target string, h *tar.Header) error {
+	atime := h.AccessTime
+	if atime.IsZero() {
+		atime = h.ModTime
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(h.ModTime.UnixNano())}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, target, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// whiteout handles ".wh.<name>" and ".wh..wh..opq" in directory parent.
+func (x *extractor) whiteout(parent, base string, h *tar.Header) error {
+	if base == whiteoutOpaque {
+		if x.opts.Whiteouts == WhiteoutApply {
+			return x.clearLower(parent)
+		}
+		if err := unix.Lsetxattr(parent, opaqueXattr, []byte("y"), 0); err != nil {
+			return errwrap.Wrapf("cannot mark directory opaque: {{err}}", err)
+		}
+		return nil
+	}
+	victim := strings.TrimPrefix(base, whiteoutPrefix)
+	if victim == "" || victim == "." || victim == ".." || strings.Contains(victim, "/") {
+		return fmt.Errorf("%w: whiteout %q", ErrUnsafePath, h.Name)
+	}
+	target := filepath.Join(parent, victim)
+	if err := os.RemoveAll(target); err != nil {
+		return errwrap.Wrapf("cannot apply whiteout: {{err}}", err)
+	}
+	if x.opts.Whiteouts == WhiteoutApply {
+		return nil
+	}
+	if err := unix.Mknod(target, unix.S_IFCHR|0o600, 0); err != nil {
+		return errwrap.Wrapf("cannot create overlay whiteout: {{err}}", err)
+	}
+	if x.isRoot && !x.opts.NoSameOwner {
+		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
+			return errwrap.Wrapf("cannot chown whiteout: {{err}}", err)
+		}
+	}
+	return nil
+}
+
+// clearLower removes from dir what earlier layers put there (opaque
+// directory in flat rendering); entries of this stream stay.
+func (x *extractor) clearLower(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errwrap.Wrapf("cannot read opaque directory: {{err}}", err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if x.created[p] {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return errwrap.Wrapf("cannot clear opaque directory: {{err}}", err)
+		}
+	}
+	return nil
+}

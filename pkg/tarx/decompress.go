@@ -1,0 +1,59 @@
+package tarx
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/errwrap"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// Decompress returns the uncompressed stream of r, which may be gzip, zstd
+// or plain (detected by magic bytes). Close releases the decompressor, not r.
+func Decompress(r io.Reader) (io.ReadCloser, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	head, err := br.Peek(4)
+	if err != nil && err != io.EOF {
+		return nil, errwrap.Wrapf("cannot read layer header: {{err}}", err)
+	}
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, errwrap.Wrapf("corrupt gzip stream: {{err}}", err)
+		}
+		return &wrapErr{r: zr, close: zr.Close, what: "gzip"}, nil
+	case bytes.HasPrefix(head, zstdMagic):
+		zr, err := zstd.NewReader(br)
+		if err != nil {
+			return nil, errwrap.Wrapf("corrupt zstd stream: {{err}}", err)
+		}
+		return &wrapErr{r: zr, close: func() error { zr.Close(); return nil }, what: "zstd"}, nil
+	}
+	return io.NopCloser(br), nil
+}
+
+// wrapErr says which decompressor failed.
+type wrapErr struct {
+	r     io.Reader
+	close func() error
+	what  string
+}
+
+func (w *wrapErr) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("corrupt %s stream: %w", w.what, err)
+	}
+	return n, err
+}
+
+func (w *wrapErr) Close() error { return w.close() }

@@ -1,0 +1,251 @@
+// Package tarx extracts tar streams from untrusted sources (image layers)
+// so that no entry lands outside the destination: ".." components are
+// refused, absolute names are taken relative to the destination, and paths
+// are resolved through symlinks as if the destination were the root
+// (github.com/cyphar/filepath-securejoin), for entries, hardlink targets and
+// whiteouts alike. Modes, owners, times, xattrs, hardlinks and device nodes
+// are kept when running as root.
+package tarx
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/hashicorp/errwrap"
+	"golang.org/x/sys/unix"
+)
+
+// WhiteoutMode says what Extract does with OCI whiteout entries.
+type WhiteoutMode int
+
+const (
+	// WhiteoutOverlay converts whiteouts to overlayfs form: ".wh.<name>"
+	// becomes a 0/0 character device <name>, ".wh..wh..opq" sets
+	// trusted.overlay.opaque=y on its directory. Used for layer trees.
+	WhiteoutOverlay WhiteoutMode = iota
+	// WhiteoutApply removes the whited-out paths from the destination, for
+	// rendering layers one over the other into one flat tree.
+	WhiteoutApply
+)
+
+const (
+	whiteoutPrefix = ".wh."
+	whiteoutOpaque = ".wh..wh..opq"
+	opaqueXattr    = "trusted.overlay.opaque"
+	xattrPAXPrefix = "SCHILY.xattr."
+)
+
+// Options tune Extract.
+type Options struct {
+	// Whiteouts selects how whiteout entries are handled.
+	Whiteouts WhiteoutMode
+	// NoSameOwner skips chown (owners are kept by default when root).
+	NoSameOwner bool
+}
+
+// ErrUnsafePath is returned for an entry whose name or link escapes the
+// destination.
+var ErrUnsafePath = errors.New("unsafe path in archive")
+
+type extractor struct {
+	root     string
+	opts     Options
+	isRoot   bool
+	dirs     []*tar.Header // directories whose times are set at the end
+	dirPaths []string
+	created  map[string]bool // paths created by this stream (WhiteoutApply)
+	buf      []byte
+}
+
+// Extract unpacks the uncompressed tar stream r into the existing directory
+// dest. On error dest may hold part of the stream: callers extract into a
+// temporary directory and rename it when Extract succeeds.
+func Extract(r io.Reader, dest string, opts Options) error {
+	root, err := filepath.Abs(dest)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot extract into %q: {{err}}", dest), err)
+	}
+	root, err = filepath.EvalSymlinks(root)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot extract into %q: {{err}}", dest), err)
+	}
+	x := &extractor{root: root, opts: opts, isRoot: os.Geteuid() == 0, created: map[string]bool{}, buf: make([]byte, 1<<20)}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errwrap.Wrapf("corrupt tar stream: {{err}}", err)
+		}
+		if err := x.entry(tr, h); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot extract %q: {{err}}", h.Name), err)
+		}
+	}
+	// Directory times last (creating entries changed them), deepest first.
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		if err := setTimes(x.dirPaths[i], x.dirs[i]); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot set times of %q: {{err}}", x.dirs[i].Name), err)
+		}
+	}
+	return nil
+}
+
+// cleanName makes an entry name relative to the root and refuses "..".
+func cleanName(name string) (string, error) {
+	n := path.Clean("/" + strings.TrimPrefix(name, "./"))
+	// path.Clean of a rooted path drops leading "..", so compare with the
+	// unrooted form to catch escapes.
+	if rel := path.Clean(strings.TrimLeft(name, "/")); rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%w: %q leaves the destination", ErrUnsafePath, name)
+	}
+	return strings.TrimPrefix(n, "/"), nil
+}
+
+// resolveDir resolves a directory name inside the root through symlinks
+// (confined to the root) and creates what is missing.
+func (x *extractor) resolveDir(dir string) (string, error) {
+	if dir == "." || dir == "" {
+		return x.root, nil
+	}
+	p, err := securejoin.SecureJoin(x.root, dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return p, nil
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return "", err
+	}
+	x.created[p] = true
+	return p, nil
+}
+
+func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
+	name, err := cleanName(h.Name)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return nil // the root itself: keep the destination's attributes
+	}
+	dir, base := path.Split(name)
+	parent, err := x.resolveDir(dir)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(base, whiteoutPrefix) {
+		return x.whiteout(parent, base, h)
+	}
+	target := filepath.Join(parent, base)
+	if err := x.prepareTarget(target, h); err != nil {
+		return err
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old tars use TypeRegA
+		if err := x.writeFile(target, tr, h.Size); err != nil {
+			return err
+		}
+	case tar.TypeSymlink:
+		if err := os.Symlink(h.Linkname, target); err != nil {
+			return err
+		}
+	case tar.TypeLink:
+		return x.hardlink(target, h)
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		if h.Typeflag != tar.TypeFifo && !x.isRoot {
+			return nil // device nodes need root: skipped
+		}
+		mode := uint32(unix.S_IFIFO)
+		switch h.Typeflag {
+		case tar.TypeChar:
+			mode = unix.S_IFCHR
+		case tar.TypeBlock:
+			mode = unix.S_IFBLK
+		}
+		if err := unix.Mknod(target, mode|0o600, int(unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor)))); err != nil {
+			return err
+		}
+	default:
+		return nil // pax global headers, sparse and vendor types carry no file
+	}
+	x.created[target] = true
+	return x.setAttrs(target, h)
+}
+
+// prepareTarget removes what an earlier entry left at target unless both are
+// directories (a later entry replaces an earlier one, as tar does).
+func (x *extractor) prepareTarget(target string, h *tar.Header) error {
+	fi, err := os.Lstat(target)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() && h.Typeflag == tar.TypeDir {
+		return nil
+	}
+	return os.RemoveAll(target)
+}
+
+func (x *extractor) writeFile(target string, r io.Reader, size int64) error {
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.CopyBuffer(f, io.LimitReader(r, size), x.buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("short file: %d of %d bytes", n, size)
+	}
+	return nil
+}
+
+// hardlink links target to an earlier entry; the link target is resolved
+// inside the root and its last component is not followed.
+func (x *extractor) hardlink(target string, h *tar.Header) error {
+	ln, err := cleanName(h.Linkname)
+	if err != nil {
+		return err
+	}
+	if ln == "" {
+		return fmt.Errorf("%w: hardlink to the root", ErrUnsafePath)
+	}
+	ldir, lbase := path.Split(ln)
+	lparent, err := securejoin.SecureJoin(x.root, ldir)
+	if err != nil {
+		return err
+	}
+	src := filepath.Join(lparent, lbase)
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("hardlink target %q: {{err}}", h.Linkname), err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("hardlink target %q is a directory", h.Linkname)
+	}
+	if err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, target, 0); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot link to %q: {{err}}", h.Linkname), err)
+	}
+	x.created[target] = true
+	return nil
+}

@@ -1,0 +1,206 @@
+// Package config reads rkt's configuration directories: registry
+// credentials (kind "dockerAuth") and registry mirrors (kind
+// "registryMirror"). Directories are read in order system < local < user;
+// a later directory overrides what an earlier one said about the same
+// registry.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/errwrap"
+)
+
+// Sub-directories of a configuration directory that hold JSON files.
+const (
+	AuthDir       = "auth.d"       // rkt's historical place for dockerAuth files
+	RegistriesDir = "registries.d" // registryMirror (and dockerAuth) files
+)
+
+// Credentials are a user name and password (or identity token) for a registry.
+type Credentials struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// Mirror is one endpoint that serves a registry's content.
+type Mirror struct {
+	Endpoint string `json:"endpoint"`           // host[:port]
+	Insecure bool   `json:"insecure,omitempty"` // plain HTTP / unverified TLS allowed
+}
+
+// Config is the merged configuration of all directories.
+type Config struct {
+	// Auth maps a normalized registry host to its credentials.
+	Auth map[string]Credentials
+	// Mirrors maps a normalized registry host to its mirrors, tried in order.
+	Mirrors map[string][]Mirror
+}
+
+// header is the common part of every rkt configuration file.
+type header struct {
+	Kind    string `json:"rktKind"`
+	Version string `json:"rktVersion"`
+}
+
+type dockerAuthV1 struct {
+	Registries  []string    `json:"registries"`
+	Credentials Credentials `json:"credentials"`
+}
+
+type registryMirrorV1 struct {
+	Registry string   `json:"registry"`
+	Mirrors  []Mirror `json:"mirrors"`
+}
+
+// NormalizeRegistry maps the aliases of Docker Hub to "docker.io" and
+// lower-cases the host, so lookups match however the registry was spelled.
+func NormalizeRegistry(host string) string {
+	h := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://"), "/"))
+	switch h {
+	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+		return "docker.io"
+	}
+	return h
+}
+
+// Load reads the given configuration directories in order (system, local,
+// user); empty or missing directories are skipped. Within one directory two
+// files configuring the same registry are an error; across directories the
+// later one wins.
+func Load(dirs ...string) (*Config, error) {
+	c := &Config{Auth: map[string]Credentials{}, Mirrors: map[string][]Mirror{}}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		dc, err := loadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range dc.Auth {
+			c.Auth[k] = v
+		}
+		for k, v := range dc.Mirrors {
+			c.Mirrors[k] = v
+		}
+	}
+	return c, nil
+}
+
+// AuthFor returns the credentials configured for a registry host.
+func (c *Config) AuthFor(registry string) (Credentials, bool) {
+	if c == nil {
+		return Credentials{}, false
+	}
+	cr, ok := c.Auth[NormalizeRegistry(registry)]
+	return cr, ok
+}
+
+// MirrorsFor returns the mirrors configured for a registry host, in order.
+func (c *Config) MirrorsFor(registry string) []Mirror {
+	if c == nil {
+		return nil
+	}
+	return c.Mirrors[NormalizeRegistry(registry)]
+}
+
+func loadDir(dir string) (*Config, error) {
+	c := &Config{Auth: map[string]Credentials{}, Mirrors: map[string][]Mirror{}}
+	authFrom := map[string]string{}
+	mirrorFrom := map[string]string{}
+	for _, sub := range []string{AuthDir, RegistriesDir} {
+		files, err := jsonFiles(filepath.Join(dir, sub))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if err := loadFile(f, c, authFrom, mirrorFrom); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+func jsonFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read config directory %q: {{err}}", dir), err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		out = append(out, filepath.Join(dir, e.Name()))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot read config file %q: {{err}}", path), err)
+	}
+	var h header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot parse config file %q: {{err}}", path), err)
+	}
+	if h.Version != "v1" {
+		return fmt.Errorf("config file %q: unsupported rktVersion %q for kind %q", path, h.Version, h.Kind)
+	}
+	switch h.Kind {
+	case "dockerAuth":
+		var a dockerAuthV1
+		if err := json.Unmarshal(b, &a); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot parse dockerAuth file %q: {{err}}", path), err)
+		}
+		if len(a.Registries) == 0 {
+			return fmt.Errorf("dockerAuth file %q: no registries", path)
+		}
+		for _, r := range a.Registries {
+			k := NormalizeRegistry(r)
+			if prev, dup := authFrom[k]; dup {
+				return fmt.Errorf("credentials for registry %q defined twice: in %q and %q", r, prev, path)
+			}
+			authFrom[k] = path
+			c.Auth[k] = a.Credentials
+		}
+	case "registryMirror":
+		var m registryMirrorV1
+		if err := json.Unmarshal(b, &m); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot parse registryMirror file %q: {{err}}", path), err)
+		}
+		if m.Registry == "" || len(m.Mirrors) == 0 {
+			return fmt.Errorf("registryMirror file %q: needs a registry and at least one mirror", path)
+		}
+		for _, mi := range m.Mirrors {
+			if mi.Endpoint == "" || strings.Contains(mi.Endpoint, "://") || strings.Contains(mi.Endpoint, "/") {
+				return fmt.Errorf("registryMirror file %q: mirror endpoint %q must be host[:port]", path, mi.Endpoint)
+			}
+		}
+		k := NormalizeRegistry(m.Registry)
+		if prev, dup := mirrorFrom[k]; dup {
+			return fmt.Errorf("mirrors for registry %q defined twice: in %q and %q", m.Registry, prev, path)
+		}
+		mirrorFrom[k] = path
+		c.Mirrors[k] = m.Mirrors
+	case "auth":
+		// rkt's HTTP auth for ACI image URLs: no ACI fetching here, ignored.
+	default:
+		return fmt.Errorf("config file %q: unknown rktKind %q", path, h.Kind)
+	}
+	return nil
+}

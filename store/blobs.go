@@ -1,0 +1,187 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/errwrap"
+	"golang.org/x/sys/unix"
+)
+
+// digestOf returns "sha256:<hex>" of b.
+func digestOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// digestHex validates a "sha256:<64 hex>" digest and returns its hex part.
+func digestHex(d string) (string, error) {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(h) != 64 {
+		return "", fmt.Errorf("unsupported digest %q: want sha256:<64 hex digits>", d)
+	}
+	if _, err := hex.DecodeString(h); err != nil || strings.ToLower(h) != h {
+		return "", fmt.Errorf("invalid digest %q", d)
+	}
+	return h, nil
+}
+
+// hasBlob reports whether the blob is in the store. A blob is visible only
+// once complete and verified (rename after fsync).
+func (s *Store) hasBlob(digest string) bool {
+	h, err := digestHex(digest)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(s.blobPath(h))
+	return err == nil
+}
+
+// OpenBlob opens a blob of the store by digest.
+func (s *Store) OpenBlob(digest string) (*os.File, error) {
+	h, err := digestHex(digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.blobPath(h))
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open blob %s: {{err}}", digest), err)
+	}
+	return f, nil
+}
+
+// ReadBlob returns the content of a (small) blob of the store.
+func (s *Store) ReadBlob(digest string) ([]byte, error) {
+	f, err := s.OpenBlob(digest)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// putBlob streams r into the store. When want is not empty the content must
+// have that digest; when size >= 0 it must have that many bytes (a longer
+// stream is refused without reading past size+1). onRead is called with the
+// bytes read so far. It returns the digest and size of what was stored.
+func (s *Store) putBlob(r io.Reader, want string, size int64, onRead func(int64)) (string, int64, error) {
+	if want != "" && s.hasBlob(want) {
+		return want, size, nil
+	}
+	tmp, err := s.newTempFile("blob-")
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	if size >= 0 {
+		r = io.LimitReader(r, size+1)
+	}
+	cr := &countingReader{r: r, onRead: onRead}
+	n, err := io.Copy(io.MultiWriter(tmp, h), cr)
+	if err != nil {
+		return "", 0, errwrap.Wrapf(fmt.Sprintf("cannot download blob %s: {{err}}", want), err)
+	}
+	if size >= 0 && n != size {
+		return "", 0, fmt.Errorf("blob %s has %d bytes, its descriptor says %d", want, n, size)
+	}
+	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if want != "" && got != want {
+		return "", 0, fmt.Errorf("blob digest mismatch: expected %s, got %s", want, got)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", 0, errwrap.Wrapf("cannot sync blob: {{err}}", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return "", 0, errwrap.Wrapf("cannot chmod blob: {{err}}", err)
+	}
+	if err := os.Rename(tmp.Name(), s.blobPath(strings.TrimPrefix(got, "sha256:"))); err != nil {
+		return "", 0, errwrap.Wrapf(fmt.Sprintf("cannot store blob %s: {{err}}", got), err)
+	}
+	tmp.Close()
+	tmp = nil
+	return got, n, nil
+}
+
+// putBlobBytes stores b, verifying it against want if given.
+func (s *Store) putBlobBytes(b []byte, want string) (string, error) {
+	d, _, err := s.putBlob(strings.NewReader(string(b)), want, int64(len(b)), nil)
+	return d, err
+}
+
+type countingReader struct {
+	r      io.Reader
+	n      int64
+	onRead func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.onRead != nil && n > 0 {
+		c.onRead(c.n)
+	}
+	return n, err
+}
+
+// newTempFile creates a file in the store's tmp dir and takes an exclusive
+// flock on it, so cleanTemp knows it is in use.
+func (s *Store) newTempFile(prefix string) (*os.File, error) {
+	f, err := os.CreateTemp(s.tmpPath(), prefix)
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot create temporary file in store: {{err}}", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, errwrap.Wrapf("cannot lock temporary file: {{err}}", err)
+	}
+	return f, nil
+}
+
+// staleTempAge is how old an unlocked temp entry must be before cleanTemp
+// removes it (a fresh one may not be locked by its creator yet).
+const staleTempAge = time.Minute
+
+// cleanTemp removes what killed processes left in the tmp dir: entries that
+// no live process holds a flock on.
+func (s *Store) cleanTemp() error {
+	entries, err := os.ReadDir(s.tmpPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errwrap.Wrapf("cannot list store temporary dir: {{err}}", err)
+	}
+	for _, e := range entries {
+		p := s.tmpPath() + "/" + e.Name()
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < staleTempAge {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if err := removeTree(p); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		f.Close()
+	}
+	return nil
+}

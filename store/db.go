@@ -1,0 +1,144 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/errwrap"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Buckets of the index.
+var (
+	bucketImages = []byte("images") // image ID -> imageRecord JSON
+	bucketRefs   = []byte("refs")   // name:tag or name@digest -> image ID
+)
+
+// txn wraps a bbolt transaction with the index operations.
+type txn struct{ tx *bolt.Tx }
+
+// update runs fn in one read-write transaction; the database is opened for
+// this transaction only (an exclusive flock, waited for up to dbTimeout).
+func (s *Store) update(fn func(*txn) error) error {
+	db, err := bolt.Open(s.dbPath(), 0o600, &bolt.Options{Timeout: s.dbTimeout})
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx}) })
+}
+
+// view runs fn in one read-only transaction on a read-only (shared flock)
+// open of the database.
+func (s *Store) view(fn func(*txn) error) error {
+	db, err := bolt.Open(s.dbPath(), 0o600, &bolt.Options{Timeout: s.dbTimeout, ReadOnly: true})
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error { return fn(&txn{tx}) })
+}
+
+func (t *txn) init() error {
+	for _, b := range [][]byte{bucketImages, bucketRefs} {
+		if _, err := t.tx.CreateBucketIfNotExists(b); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot create bucket %q: {{err}}", b), err)
+		}
+	}
+	return nil
+}
+
+func (t *txn) getImage(id string) (*imageRecord, error) {
+	v := t.tx.Bucket(bucketImages).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	var r imageRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", id), err)
+	}
+	return &r, nil
+}
+
+func (t *txn) putImage(r *imageRecord) error {
+	sort.Strings(r.Names)
+	sort.Strings(r.RepoDigests)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot encode record of image %s: {{err}}", r.ID), err)
+	}
+	return t.tx.Bucket(bucketImages).Put([]byte(r.ID), b)
+}
+
+func (t *txn) allImages() ([]*imageRecord, error) {
+	var out []*imageRecord
+	err := t.tx.Bucket(bucketImages).ForEach(func(k, v []byte) error {
+		var r imageRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", k), err)
+		}
+		out = append(out, &r)
+		return nil
+	})
+	return out, err
+}
+
+func (t *txn) getRef(ref string) string {
+	return string(t.tx.Bucket(bucketRefs).Get([]byte(ref)))
+}
+
+// deleteImage removes an image and every reference to it.
+func (t *txn) deleteImage(r *imageRecord) error {
+	refs := t.tx.Bucket(bucketRefs)
+	for _, n := range append(append([]string(nil), r.Names...), r.RepoDigests...) {
+		if string(refs.Get([]byte(n))) == r.ID {
+			if err := refs.Delete([]byte(n)); err != nil {
+				return err
+			}
+		}
+	}
+	return t.tx.Bucket(bucketImages).Delete([]byte(r.ID))
+}
+
+// setRef points ref (a name:tag or name@digest) at image r, taking it away
+// from the image that had it. isDigest says which list of r it belongs to.
+func (t *txn) setRef(r *imageRecord, ref string, isDigest bool) error {
+	refs := t.tx.Bucket(bucketRefs)
+	if prev := string(refs.Get([]byte(ref))); prev != "" && prev != r.ID {
+		if old, err := t.getImage(prev); err != nil {
+			return err
+		} else if old != nil {
+			old.Names = without(old.Names, ref)
+			old.RepoDigests = without(old.RepoDigests, ref)
+			if err := t.putImage(old); err != nil {
+				return err
+			}
+		}
+	}
+	if isDigest {
+		r.RepoDigests = with(r.RepoDigests, ref)
+	} else {
+		r.Names = with(r.Names, ref)
+	}
+	return refs.Put([]byte(ref), []byte(r.ID))
+}
+
+func with(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func without(list []string, s string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors, usable with errors.Is on what the store returns.
+var (
+	// ErrImageNotFound: no image matches the reference.
+	ErrImageNotFound = errors.New("image not found")
+	// ErrAmbiguousRef: an ID prefix matches several images.
+	ErrAmbiguousRef = errors.New("ambiguous image reference")
+	// ErrImageInUse: the image is used by a pod and removal was not forced.
+	ErrImageInUse = errors.New("image is in use")
+	// ErrInvalidRef: the reference cannot be parsed.
+	ErrInvalidRef = errors.New("invalid image reference")
+)
+
+// NotFoundError says which reference matched no image.
+type NotFoundError struct{ Ref string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("image %q not found in store", e.Ref) }
+
+// Is makes errors.Is(err, ErrImageNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrImageNotFound }
+
+// AmbiguousError lists the images an ID prefix matches.
+type AmbiguousError struct {
+	Ref        string
+	Candidates []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("image reference %q is ambiguous: it matches %s", e.Ref, strings.Join(e.Candidates, ", "))
+}
+
+// Is makes errors.Is(err, ErrAmbiguousRef) true.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguousRef }
+
+// InUseError names the image that a pod uses.
+type InUseError struct{ ID string }
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("image %s is in use by a pod (use force to remove it anyway)", e.ID)
+}
+
+// Is makes errors.Is(err, ErrImageInUse) true.
+func (e *InUseError) Is(target error) bool { return target == ErrImageInUse }

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/rkt/rkt/rkt/config"
+)
+
+// PullPolicy says when Fetch goes to the registry.
+type PullPolicy string
+
+// Pull policies, as rkt's --pull-policy.
+const (
+	// PullNever uses only the store; a missing image is ErrImageNotFound.
+	PullNever PullPolicy = "never"
+	// PullNew fetches only images not in the store (the default).
+	PullNew PullPolicy = "new"
+	// PullUpdate asks the registry for the current digest and fetches it if
+	// the store does not have it.
+	PullUpdate PullPolicy = "update"
+)
+
+// ParsePullPolicy parses "never", "new" or "update" ("" is "new").
+func ParsePullPolicy(s string) (PullPolicy, error) {
+	switch PullPolicy(s) {
+	case "":
+		return PullNew, nil
+	case PullNever, PullNew, PullUpdate:
+		return PullPolicy(s), nil
+	}
+	return "", fmt.Errorf("invalid pull policy %q: want never, new or update", s)
+}
+
+// Auth are explicit registry credentials (rkt fetch --creds, CRI AuthConfig).
+// They are sent to the image's own registry only, never to mirrors.
+type Auth struct {
+	Username      string
+	Password      string
+	IdentityToken string // OAuth2 refresh token
+	RegistryToken string // bearer token sent as is
+}
+
+// Progress reports the download of one blob. Callbacks may come from several
+// goroutines at once (layers are fetched in parallel).
+type Progress struct {
+	Digest  string // blob digest
+	Total   int64  // blob size from its descriptor
+	Current int64  // bytes received so far
+	Done    bool   // the blob is stored and verified (or was already present)
+}
+
+// FetchOptions tune Fetch.
+type FetchOptions struct {
+	// PullPolicy for registry references ("" = PullNew). Archives and OCI
+	// layouts are always imported.
+	PullPolicy PullPolicy
+	// Auth, when set, is used for the image's registry instead of the
+	// configured or docker config.json credentials.
+	Auth *Auth
+	// Registries holds credentials and mirrors from rkt's config directories.
+	Registries *config.Config
+	// InsecureHTTP allows plain HTTP to any registry (default: only to
+	// loopback registries and mirrors configured insecure).
+	InsecureHTTP bool
+	// InsecureTLS skips TLS certificate verification.
+	InsecureTLS bool
+	// Progress, if set, is called as blobs are downloaded.
+	Progress func(Progress)
+	// Name is recorded (normalized) for an archive or layout image that
+	// carries no name of its own.
+	Name string
+	// Platform to pick from multi-platform images (default: this host's).
+	Platform *v1.Platform
+	// Jobs is how many layers are fetched at once (default 3).
+	Jobs int
+}
+
+// Fetch brings an image into the store and returns it. ref is a registry
+// reference ("busybox", "docker://quay.io/x/y:1", "name@sha256:..."),
+// "oci-archive:PATH", "docker-archive:PATH" (docker save) or
+// "oci:DIR[:tag]" (OCI image layout). Two processes fetching the same
+// image at once both succeed and the image is stored once.
+func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
+	if opts.PullPolicy == "" {
+		opts.PullPolicy = PullNew
+	}
+	if _, err := ParsePullPolicy(string(opts.PullPolicy)); err != nil {
+		return nil, err
+	}
+	if err := s.cleanTemp(); err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.HasPrefix(ref, "oci-archive:"):
+		return s.fetchOCIArchive(ctx, strings.TrimPrefix(ref, "oci-archive:"), opts)
+	case strings.HasPrefix(ref, "docker-archive:"):
+		return s.fetchDockerArchive(ctx, strings.TrimPrefix(ref, "docker-archive:"), opts)
+	case strings.HasPrefix(ref, "oci:"):
+		return s.fetchOCILayout(ctx, strings.TrimPrefix(ref, "oci:"), opts)
+	}
+	r, err := ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	if opts.PullPolicy != PullUpdate {
+		img, err := s.ResolveImage(r.String())
+		if err == nil {
+			return img, nil
+		}
+		if !errors.Is(err, ErrImageNotFound) {
+			return nil, err
+		}
+		if opts.PullPolicy == PullNever {
+			return nil, fmt.Errorf("image %s is not in the store and the pull policy is %q: %w", r, PullNever, &NotFoundError{Ref: r.String()})
+		}
+	}
+	return s.fetchRemote(ctx, r, opts)
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/hashicorp/errwrap"
+)
+
+// OCI layout annotations naming an image.
+const (
+	annotationRefName        = "org.opencontainers.image.ref.name"
+	annotationContainerdName = "io.containerd.image.name"
+)
+
+// fetchDockerArchive imports the single image of a `docker save` tarball.
+func (s *Store) fetchDockerArchive(ctx context.Context, path string, opts FetchOptions) (*Image, error) {
+	opener := func() (io.ReadCloser, error) { return os.Open(path) }
+	m, err := tarball.LoadManifest(opener)
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read docker archive %q: {{err}}", path), err)
+	}
+	if len(m) != 1 {
+		return nil, fmt.Errorf("docker archive %q holds %d images; only single-image archives are supported", path, len(m))
+	}
+	img, err := tarball.Image(opener, nil)
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read image of docker archive %q: {{err}}", path), err)
+	}
+	names, err := normalizeNames(append(append([]string(nil), m[0].RepoTags...), opts.Name))
+	if err != nil {
+		return nil, err
+	}
+	return s.importImage(ctx, img, names, nil, opts)
+}
+
+// fetchOCIArchive imports an image from a tar of an OCI image layout.
+func (s *Store) fetchOCIArchive(ctx context.Context, path string, opts FetchOptions) (*Image, error) {
+	dir, err := os.MkdirTemp(s.tmpPath(), "oci-archive-")
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot create temporary directory: {{err}}", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := extractLayoutArchive(path, dir); err != nil {
+		return nil, err
+	}
+	return s.importLayout(ctx, dir, "", opts)
+}
+
+// fetchOCILayout imports an image from an OCI layout directory, "DIR" or
+// "DIR:tag".
+func (s *Store) fetchOCILayout(ctx context.Context, spec string, opts FetchOptions) (*Image, error) {
+	dir, tag := spec, ""
+	if _, err := os.Stat(filepath.Join(spec, "index.json")); err != nil {
+		if i := strings.LastIndex(spec, ":"); i > 0 && !strings.Contains(spec[i+1:], "/") {
+			dir, tag = spec[:i], spec[i+1:]
+		}
+	}
+	return s.importLayout(ctx, dir, tag, opts)
+}
+
+func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOptions) (*Image, error) {
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read OCI layout %q: {{err}}", dir), err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read index of OCI layout %q: {{err}}", dir), err)
+	}
+	var chosen []v1.Descriptor
+	var refNames []string
+	for _, d := range im.Manifests {
+		rn := d.Annotations[annotationRefName]
+		refNames = append(refNames, rn)
+		if tag == "" || rn == tag || d.Annotations[annotationContainerdName] == tag {
+			chosen = append(chosen, d)
+		}
+	}
+	if len(chosen) != 1 {
+		if tag != "" && len(chosen) == 0 {
+			return nil, fmt.Errorf("OCI layout %q has no image tagged %q (it has %q)", dir, tag, refNames)
+		}
+		return nil, fmt.Errorf("OCI layout %q holds %d images (%q): name one as oci:DIR:tag", dir, len(chosen), refNames)
+	}
+	d := chosen[0]
+	img, err := layoutImage(idx, d, platform(opts))
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read image from OCI layout %q: {{err}}", dir), err)
+	}
+	var candidates []string
+	if n := d.Annotations[annotationContainerdName]; n != "" {
+		candidates = append(candidates, n)
+	} else if rn := d.Annotations[annotationRefName]; strings.ContainsAny(rn, "/") {
+		candidates = append(candidates, rn)
+	}
+	names, err := normalizeNames(append(candidates, opts.Name))
+	if err != nil {
+		return nil, err
+	}
+	return s.importImage(ctx, img, names, nil, opts)
+}
+
+// layoutImage returns the image a layout descriptor points at, picking this
+// platform's image from a nested index.
+func layoutImage(idx v1.ImageIndex, d v1.Descriptor, p v1.Platform) (v1.Image, error) {
+	if !d.MediaType.IsIndex() {
+		return idx.Image(d.Digest)
+	}
+	child, err := idx.ImageIndex(d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := child.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, cd := range cm.Manifests {
+		if cd.MediaType.IsImage() && (cd.Platform == nil || cd.Platform.Satisfies(p)) {
+			return child.Image(cd.Digest)
+		}
+	}
+	return nil, fmt.Errorf("no image for platform %s in index %s", p, d.Digest)
+}
+
+func normalizeNames(in []string) ([]string, error) {
+	var out []string
+	for _, n := range in {
+		if n == "" {
+			continue
+		}
+		nn, err := NormalizeName(n)
+		if err != nil {
+			return nil, err
+		}
+		out = with(out, nn)
+	}
+	return out, nil
+}
+
+// extractLayoutArchive unpacks the regular files of an OCI archive into dir.
+// Only regular files and directories are created, every name is confined
+// to dir, so a hostile archive cannot write elsewhere.
+func extractLayoutArchive(path, dir string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot open OCI archive %q: {{err}}", path), err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("corrupt OCI archive %q: {{err}}", path), err)
+		}
+		target := filepath.Join(dir, filepath.Clean("/"+h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return errwrap.Wrapf("cannot unpack OCI archive: {{err}}", err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return errwrap.Wrapf("cannot unpack OCI archive: {{err}}", err)
+			}
+			if err := writeFile(target, tr); err != nil {
+				return errwrap.Wrapf(fmt.Sprintf("cannot unpack %q of OCI archive %q: {{err}}", h.Name, path), err)
+			}
+		}
+	}
+}
+
+func writeFile(path string, r io.Reader) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("duplicate entry %q", path)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

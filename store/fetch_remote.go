@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/hashicorp/errwrap"
+)
+
+// endpoint is one place to fetch an image from: a mirror or the upstream.
+type endpoint struct {
+	host     string
+	insecure bool // plain HTTP allowed
+	mirror   bool
+}
+
+// endpoints lists the configured mirrors of r's registry, in order, then
+// the registry itself.
+func endpoints(r Reference, opts FetchOptions) []endpoint {
+	var eps []endpoint
+	for _, m := range opts.Registries.MirrorsFor(r.Registry) {
+		eps = append(eps, endpoint{host: m.Endpoint, insecure: m.Insecure || opts.InsecureHTTP, mirror: true})
+	}
+	return append(eps, endpoint{host: r.Registry, insecure: opts.InsecureHTTP})
+}
+
+// fetchRemote fetches r from its mirrors or registry. The image keeps its
+// upstream name whichever endpoint served it.
+func (s *Store) fetchRemote(ctx context.Context, r Reference, opts FetchOptions) (*Image, error) {
+	var errs []string
+	for _, ep := range endpoints(r, opts) {
+		img, err := s.fetchFrom(ctx, r, ep, opts)
+		if err == nil {
+			return img, nil
+		}
+		if ctx.Err() != nil {
+			return nil, errwrap.Wrapf(fmt.Sprintf("cannot fetch %s: {{err}}", r), ctx.Err())
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", ep.host, err))
+	}
+	return nil, fmt.Errorf("cannot fetch %s: %s", r, strings.Join(errs, "; "))
+}
+
+func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, opts FetchOptions) (*Image, error) {
+	rref, err := r.remoteRef(ep.host, ep.insecure)
+	if err != nil {
+		return nil, err
+	}
+	ropts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithTransport(newTransport(ep.insecure, opts.InsecureTLS)),
+		remote.WithPlatform(platform(opts)),
+		remote.WithAuthFromKeychain(keychain(ep, opts)),
+	}
+	desc, err := remote.Get(rref, ropts...)
+	if err != nil {
+		return nil, err
+	}
+	topDigest := desc.Digest.String()
+	repoDigest := r.DigestRef(topDigest)
+	if r.Digest != "" && r.Digest != topDigest {
+		return nil, fmt.Errorf("registry served digest %s for %s", topDigest, r)
+	}
+	if opts.PullPolicy == PullUpdate {
+		if img, err := s.retag(r, repoDigest); err == nil {
+			return img, nil
+		} else if !errors.Is(err, ErrImageNotFound) {
+			return nil, err
+		}
+	}
+	img, err := desc.Image() // resolves an index to this platform's image
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot resolve image manifest: {{err}}", err)
+	}
+	var names []string
+	if t := r.TagRef(); t != "" {
+		names = append(names, t)
+	}
+	return s.importImage(ctx, img, names, []string{repoDigest}, opts)
+}
+
+// retag points r's tag at the stored image with the given repo digest.
+func (s *Store) retag(r Reference, repoDigest string) (*Image, error) {
+	var rec *imageRecord
+	err := s.update(func(tx *txn) error {
+		id := tx.getRef(repoDigest)
+		if id == "" {
+			return &NotFoundError{Ref: repoDigest}
+		}
+		var err error
+		if rec, err = tx.getImage(id); err != nil {
+			return err
+		}
+		if rec == nil {
+			return &NotFoundError{Ref: repoDigest}
+		}
+		if t := r.TagRef(); t != "" {
+			if err := tx.setRef(rec, t, false); err != nil {
+				return err
+			}
+		}
+		return tx.putImage(rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec.image()
+}
+
+func platform(opts FetchOptions) v1.Platform {
+	if opts.Platform != nil {
+		return *opts.Platform
+	}
+	p := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	if runtime.GOARCH == "arm64" {
+		p.Variant = "v8"
+	}
+	return p
+}
+
+// keychain chooses the credentials for an endpoint: explicit ones (upstream
+// only), then rkt's dockerAuth config, then the user's docker config.json.
+func keychain(ep endpoint, opts FetchOptions) authn.Keychain {
+	if opts.Auth != nil && !ep.mirror {
+		return staticKeychain{authn.FromConfig(authn.AuthConfig{
+			Username:      opts.Auth.Username,
+			Password:      opts.Auth.Password,
+			IdentityToken: opts.Auth.IdentityToken,
+			RegistryToken: opts.Auth.RegistryToken,
+		})}
+	}
+	if c, ok := opts.Registries.AuthFor(ep.host); ok {
+		return staticKeychain{&authn.Basic{Username: c.User, Password: c.Password}}
+	}
+	return authn.DefaultKeychain
+}
+
+type staticKeychain struct{ a authn.Authenticator }
+
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
+
+// newTransport returns an HTTP transport that refuses plain HTTP except to
+// loopback hosts or when insecure.
+func newTransport(insecureHTTP, insecureTLS bool) http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if insecureTLS {
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure-options=tls
+	}
+	return &httpGuard{next: t, allowHTTP: insecureHTTP}
+}
+
+type httpGuard struct {
+	next      http.RoundTripper
+	allowHTTP bool
+}
+
+func (g *httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.allowHTTP && !isLoopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s (allowed only for loopback registries, insecure mirrors or --insecure-options=http)", req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

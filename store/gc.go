@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/errwrap"
+)
+
+// GCResult says what GC removed.
+type GCResult struct {
+	Images []string // IDs of removed images
+	Blobs  int      // blobs removed
+	Trees  int      // layer trees removed
+	Bytes  int64    // bytes of blobs removed
+}
+
+// GC removes images not in inUse that were not used (MarkUsed) or imported
+// within grace, then blobs and layer trees that no remaining image uses
+// and that are older than grace, and temporary files of killed processes.
+func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bool) (*GCResult, error) {
+	res := &GCResult{}
+	cutoff := time.Now().Add(-grace)
+	var keepBlobs, keepTrees map[string]bool
+	err := s.update(func(tx *txn) error {
+		recs, err := tx.allImages()
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			last := r.LastUsedAt
+			if last.IsZero() {
+				last = r.ImportedAt
+			}
+			if inUse[r.ID] || last.After(cutoff) {
+				continue
+			}
+			if err := tx.deleteImage(r); err != nil {
+				return errwrap.Wrapf(fmt.Sprintf("cannot remove image %s: {{err}}", r.ID), err)
+			}
+			res.Images = append(res.Images, r.ID)
+		}
+		keepBlobs, keepTrees, err = referenced(tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.gcBlobs(ctx, cutoff, keepBlobs, res); err != nil {
+		return res, err
+	}
+	if err := s.gcTrees(ctx, cutoff, keepTrees, res); err != nil {
+		return res, err
+	}
+	return res, s.cleanTemp()
+}
+
+func (s *Store) gcBlobs(ctx context.Context, cutoff time.Time, keep map[string]bool, res *GCResult) error {
+	dir := filepath.Join(s.dir, blobsDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errwrap.Wrapf("cannot list blobs: {{err}}", err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if keep["sha256:"+e.Name()] {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
+			return errwrap.Wrapf(fmt.Sprintf("cannot remove blob %s: {{err}}", e.Name()), err)
+		}
+		res.Blobs++
+		res.Bytes += fi.Size()
+	}
+	return nil
+}
+
+func (s *Store) gcTrees(ctx context.Context, cutoff time.Time, keep map[string]bool, res *GCResult) error {
+	dir := filepath.Join(s.dir, treeDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errwrap.Wrapf("cannot list trees: {{err}}", err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if keep[e.Name()] {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if err := s.removeTreeDir(e.Name()); err != nil {
+			return err
+		}
+		res.Trees++
+	}
+	return nil
+}

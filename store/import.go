@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/hashicorp/errwrap"
+	"golang.org/x/sync/errgroup"
+)
+
+// importImage copies img's blobs into the store (verified against their
+// descriptors) and then records it, with the given names (name:tag) and
+// repo digests (name@digest), in one transaction. Blobs become visible
+// before the record, so a crash leaves at worst unreferenced blobs.
+func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigests []string, opts FetchOptions) (*Image, error) {
+	rawManifest, err := img.RawManifest()
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot get image manifest: {{err}}", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot parse image manifest: {{err}}", err)
+	}
+	mediaType, err := img.MediaType()
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot get image media type: {{err}}", err)
+	}
+	rawConfig, err := img.RawConfigFile()
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot get image config: {{err}}", err)
+	}
+	id := m.Config.Digest.String()
+	if got := digestOf(rawConfig); got != id {
+		return nil, fmt.Errorf("image config digest mismatch: manifest says %s, got %s", id, got)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot parse config of image %s: {{err}}", id), err)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return nil, fmt.Errorf("image %s: manifest has %d layers but config has %d diff IDs", id, len(m.Layers), len(cfg.RootFS.DiffIDs))
+	}
+	diffIDs := make([]string, len(m.Layers))
+	for i, d := range cfg.RootFS.DiffIDs {
+		diffIDs[i] = d.String()
+	}
+	chains := chainIDs(diffIDs)
+	layers := make([]Layer, len(m.Layers))
+	size := int64(len(rawManifest) + len(rawConfig))
+	for i, l := range m.Layers {
+		if _, err := digestHex(l.Digest.String()); err != nil {
+			return nil, errwrap.Wrapf(fmt.Sprintf("image %s layer %d: {{err}}", id, i), err)
+		}
+		layers[i] = Layer{Digest: l.Digest.String(), DiffID: diffIDs[i], ChainID: chains[i], MediaType: string(l.MediaType), Size: l.Size}
+		size += l.Size
+	}
+	if err := s.fetchLayers(ctx, img, layers, opts); err != nil {
+		return nil, err
+	}
+	if _, err := s.putBlobBytes(rawConfig, id); err != nil {
+		return nil, err
+	}
+	manifestDigest, err := s.putBlobBytes(rawManifest, "")
+	if err != nil {
+		return nil, err
+	}
+	var rec *imageRecord
+	err = s.update(func(tx *txn) error {
+		var err error
+		rec, err = tx.getImage(id)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		if rec == nil {
+			rec = &imageRecord{Image: Image{ID: id, ImportedAt: now, LastUsedAt: now}}
+		}
+		rec.ManifestDigest = manifestDigest
+		rec.ManifestMediaType = string(mediaType)
+		rec.Size = size
+		rec.Layers = layers
+		rec.ConfigRaw = rawConfig
+		for _, n := range names {
+			if err := tx.setRef(rec, n, false); err != nil {
+				return err
+			}
+		}
+		for _, d := range repoDigests {
+			if err := tx.setRef(rec, d, true); err != nil {
+				return err
+			}
+		}
+		return tx.putImage(rec)
+	})
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot record image %s: {{err}}", id), err)
+	}
+	return rec.image()
+}
+
+// fetchLayers stores every layer blob not yet in the store, opts.Jobs at once.
+func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, opts FetchOptions) error {
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = 3
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobs)
+	for _, l := range layers {
+		g.Go(func() error { return s.fetchLayer(ctx, img, l, opts.Progress) })
+	}
+	return g.Wait()
+}
+
+func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress func(Progress)) error {
+	report := func(cur int64, done bool) {
+		if progress != nil {
+			progress(Progress{Digest: l.Digest, Total: l.Size, Current: cur, Done: done})
+		}
+	}
+	if s.hasBlob(l.Digest) {
+		report(l.Size, true)
+		return nil
+	}
+	h, err := v1.NewHash(l.Digest)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("invalid layer digest %q: {{err}}", l.Digest), err)
+	}
+	layer, err := img.LayerByDigest(h)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot get layer %s: {{err}}", l.Digest), err)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot download layer %s: {{err}}", l.Digest), err)
+	}
+	defer rc.Close()
+	r := &ctxReader{ctx: ctx, r: rc}
+	if _, _, err := s.putBlob(r, l.Digest, l.Size, func(n int64) { report(n, false) }); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot store layer %s: {{err}}", l.Digest), err)
+	}
+	report(l.Size, true)
+	return nil
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   interface{ Read([]byte) (int, error) }
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

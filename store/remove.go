@@ -1,0 +1,126 @@
+package store
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/errwrap"
+)
+
+// RemoveOptions tune RemoveImage.
+type RemoveOptions struct {
+	// Force removes the image even if a pod uses it (its layer trees are
+	// then kept until GC, since running pods may have them mounted).
+	Force bool
+	// InUse holds the IDs of images used by pods (stage0.ImagesInUse).
+	InUse map[string]bool
+}
+
+// RemoveImage removes the image ref resolves to, with every name and repo
+// digest pointing at it, and the blobs and trees no other image uses. It
+// refuses an image in opts.InUse (ErrImageInUse) unless forced. It returns
+// the removed image.
+func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
+	var removed *imageRecord
+	var keepBlobs, keepTrees map[string]bool
+	err := s.update(func(tx *txn) error {
+		rec, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		if opts.InUse[rec.ID] && !opts.Force {
+			return &InUseError{ID: rec.ID}
+		}
+		if err := tx.deleteImage(rec); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot remove image %s: {{err}}", rec.ID), err)
+		}
+		removed = rec
+		keepBlobs, keepTrees, err = referenced(tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	img, err := removed.image()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range imageBlobs(&removed.Image) {
+		if keepBlobs[d] {
+			continue
+		}
+		if h, err := digestHex(d); err == nil {
+			if err := os.Remove(s.blobPath(h)); err != nil && !os.IsNotExist(err) {
+				return img, errwrap.Wrapf(fmt.Sprintf("cannot remove blob %s: {{err}}", d), err)
+			}
+		}
+	}
+	if opts.InUse[removed.ID] {
+		return img, nil
+	}
+	for _, l := range removed.Layers {
+		h, err := digestHex(l.ChainID)
+		if err != nil || keepTrees[h] {
+			continue
+		}
+		if err := s.removeTreeDir(h); err != nil {
+			return img, err
+		}
+	}
+	return img, nil
+}
+
+// imageBlobs lists the digests of the blobs an image is made of.
+func imageBlobs(img *Image) []string {
+	out := []string{img.ID, img.ManifestDigest}
+	for _, l := range img.Layers {
+		out = append(out, l.Digest)
+	}
+	return out
+}
+
+// referenced returns the blob digests and tree (chain ID hex) names that
+// the recorded images use.
+func referenced(tx *txn) (blobs, trees map[string]bool, err error) {
+	recs, err := tx.allImages()
+	if err != nil {
+		return nil, nil, err
+	}
+	blobs, trees = map[string]bool{}, map[string]bool{}
+	for _, r := range recs {
+		for _, d := range imageBlobs(&r.Image) {
+			blobs[d] = true
+		}
+		for _, l := range r.Layers {
+			if h, err := digestHex(l.ChainID); err == nil {
+				trees[h] = true
+			}
+		}
+	}
+	return blobs, trees, nil
+}
+
+// removeTreeDir removes a tree by first renaming it into tmp, so a crash
+// never leaves a half-removed tree under its visible name.
+func (s *Store) removeTreeDir(hex string) error {
+	tmp, err := os.MkdirTemp(s.tmpPath(), "rm-")
+	if err != nil {
+		return errwrap.Wrapf("cannot create temporary directory: {{err}}", err)
+	}
+	dst := tmp + "/tree"
+	if err := os.Rename(s.treePath(hex), dst); err != nil {
+		os.Remove(tmp)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return errwrap.Wrapf(fmt.Sprintf("cannot remove tree %s: {{err}}", hex), err)
+	}
+	return removeTree(tmp)
+}
+
+func removeTree(p string) error {
+	if err := os.RemoveAll(p); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot remove %q: {{err}}", p), err)
+	}
+	return nil
+}

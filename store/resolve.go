@@ -1,0 +1,129 @@
+package store
+
+import (
+	"encoding/hex"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ResolveImage finds an image by ID ("sha256:<hex>"), unique ID prefix
+// (hex, with or without "sha256:"), name ("busybox", "name:tag") or
+// name@digest. It returns an error matching ErrImageNotFound or
+// ErrAmbiguousRef when nothing or more than one image matches.
+func (s *Store) ResolveImage(ref string) (*Image, error) {
+	var rec *imageRecord
+	err := s.view(func(tx *txn) error {
+		var err error
+		rec, err = resolve(tx, ref)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec.image()
+}
+
+func isHexPrefix(s string) bool {
+	if s == "" || len(s) > 64 || strings.ToLower(s) != s {
+		return false
+	}
+	if len(s)%2 == 1 {
+		s += "0"
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func resolve(tx *txn, ref string) (*imageRecord, error) {
+	ref = strings.TrimSpace(ref)
+	if p, ok := strings.CutPrefix(ref, "sha256:"); ok {
+		if !isHexPrefix(p) {
+			return nil, &NotFoundError{Ref: ref}
+		}
+		rec, err := resolveID(tx, ref, ref)
+		if err == nil && rec == nil {
+			err = &NotFoundError{Ref: ref}
+		}
+		return rec, err
+	}
+	if isHexPrefix(ref) {
+		// An ID prefix wins over a name that happens to be hex.
+		if rec, err := resolveID(tx, ref, "sha256:"+ref); err != nil || rec != nil {
+			return rec, err
+		}
+	}
+	r, err := ParseReference(ref)
+	if err != nil {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	key := r.String()
+	if r.Digest != "" {
+		key = r.DigestRef(r.Digest)
+	}
+	id := tx.getRef(key)
+	if id == "" {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	rec, err := tx.getImage(id)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, &NotFoundError{Ref: ref}
+	}
+	return rec, nil
+}
+
+// resolveID finds the one image whose ID starts with prefix; nil if none.
+func resolveID(tx *txn, ref, prefix string) (*imageRecord, error) {
+	c := tx.tx.Bucket(bucketImages).Cursor()
+	var ids []string
+	for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Next() {
+		ids = append(ids, string(k))
+	}
+	switch len(ids) {
+	case 0:
+		return nil, nil
+	case 1:
+		return tx.getImage(ids[0])
+	}
+	return nil, &AmbiguousError{Ref: ref, Candidates: ids}
+}
+
+// ListImages returns every image of the store, oldest import first.
+func (s *Store) ListImages() ([]*Image, error) {
+	var recs []*imageRecord
+	if err := s.view(func(tx *txn) error {
+		var err error
+		recs, err = tx.allImages()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]*Image, 0, len(recs))
+	for _, r := range recs {
+		img, err := r.image()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, img)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ImportedAt.Before(out[j].ImportedAt) })
+	return out, nil
+}
+
+// MarkUsed records that a pod uses the image now (for GC's grace period).
+func (s *Store) MarkUsed(id string) error {
+	return s.update(func(tx *txn) error {
+		rec, err := tx.getImage(id)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return &NotFoundError{Ref: id}
+		}
+		rec.LastUsedAt = time.Now().UTC()
+		return tx.putImage(rec)
+	})
+}

@@ -1,0 +1,74 @@
+// Package store is rkt's image store: content-addressed blobs (manifests,
+// configs, compressed layers) under <data dir>/cas/blobs/sha256, an index of
+// images and references in a bbolt database (<data dir>/cas/db/store.db), and
+// every layer unpacked once under <data dir>/cas/tree/<chain ID hex> in
+// overlayfs form.
+//
+// Several processes may use one store at the same time (a long-lived
+// kubelet-service and short CLI commands): the database is opened for each
+// transaction only, blobs and trees become visible by an atomic rename, and a
+// process killed at any point leaves a consistent store.
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/errwrap"
+)
+
+// Layout of the store below the data directory.
+const (
+	casDir   = "cas"
+	blobsDir = "blobs/sha256"
+	dbDir    = "db"
+	dbFile   = "store.db"
+	treeDir  = "tree"
+	tmpDir   = "tmp"
+)
+
+// DefaultDBTimeout is how long an operation waits for the database lock held
+// by another process.
+const DefaultDBTimeout = 60 * time.Second
+
+// Store is an image store rooted at <data dir>/cas. It holds no open file
+// between calls and is safe for concurrent use by goroutines and processes.
+type Store struct {
+	dir       string
+	dbTimeout time.Duration
+}
+
+// Open creates (if needed) and opens the store of the rkt data directory
+// dataDir.
+func Open(dataDir string) (*Store, error) {
+	if dataDir == "" {
+		return nil, fmt.Errorf("cannot open store: empty data directory")
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open store in %q: {{err}}", dataDir), err)
+	}
+	s := &Store{dir: filepath.Join(abs, casDir), dbTimeout: DefaultDBTimeout}
+	for _, d := range []string{blobsDir, dbDir, treeDir, tmpDir} {
+		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
+			return nil, errwrap.Wrapf(fmt.Sprintf("cannot create store directory %q: {{err}}", d), err)
+		}
+	}
+	if err := s.update(func(tx *txn) error { return tx.init() }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir returns the store's root directory (<data dir>/cas).
+func (s *Store) Dir() string { return s.dir }
+
+// SetDBTimeout changes how long operations wait for the database lock.
+func (s *Store) SetDBTimeout(d time.Duration) { s.dbTimeout = d }
+
+func (s *Store) blobPath(hex string) string { return filepath.Join(s.dir, blobsDir, hex) }
+func (s *Store) treePath(hex string) string { return filepath.Join(s.dir, treeDir, hex) }
+func (s *Store) tmpPath() string            { return filepath.Join(s.dir, tmpDir) }
+func (s *Store) dbPath() string             { return filepath.Join(s.dir, dbDir, dbFile) }

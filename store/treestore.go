@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/errwrap"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/tarx"
+)
+
+// LayerPaths makes sure every layer of img is unpacked in the tree store
+// and returns the tree directories, lowest layer first, ready to be used as
+// overlayfs lowerdirs (whiteouts are in overlay form). Each layer is
+// unpacked once (by chain ID) and shared by all images and pods.
+func (s *Store) LayerPaths(ctx context.Context, img *Image) ([]string, error) {
+	paths := make([]string, len(img.Layers))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(2)
+	for i, l := range img.Layers {
+		g.Go(func() error {
+			p, err := s.ensureTree(ctx, l)
+			paths[i] = p
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot unpack image %s: {{err}}", img.ID), err)
+	}
+	return paths, nil
+}
+
+// TreePath returns where the tree of a layer is (or would be) unpacked.
+func (s *Store) TreePath(l Layer) (string, error) {
+	h, err := digestHex(l.ChainID)
+	if err != nil {
+		return "", err
+	}
+	return s.treePath(h), nil
+}
+
+// ensureTree unpacks one layer into tree/<chain ID hex> unless it is there:
+// into a locked temporary directory first, renamed into place when
+// complete and verified, so a killed process leaves no half tree visible.
+func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
+	p, err := s.TreePath(l)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now) // recency for GC's grace period
+		return p, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(s.tmpPath(), "tree-")
+	if err != nil {
+		return "", errwrap.Wrapf("cannot create temporary tree: {{err}}", err)
+	}
+	lock, err := os.Open(tmp)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", errwrap.Wrapf("cannot lock temporary tree: {{err}}", err)
+	}
+	defer lock.Close()
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := s.unpackLayer(ctx, l, tmp, tarx.WhiteoutOverlay); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", errwrap.Wrapf("cannot chmod tree: {{err}}", err)
+	}
+	if err := unix.Syncfs(int(lock.Fd())); err != nil {
+		return "", errwrap.Wrapf("cannot sync tree: {{err}}", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+			return p, nil // another process unpacked it first; ours is removed
+		}
+		return "", errwrap.Wrapf(fmt.Sprintf("cannot move tree of layer %s into place: {{err}}", l.Digest), err)
+	}
+	done = true
+	return p, nil
+}
+
+// unpackLayer extracts a layer blob into dir, verifying its diff ID.
+func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.WhiteoutMode) error {
+	f, err := s.OpenBlob(l.Digest)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("layer %s is missing from the store (fetch the image again): {{err}}", l.Digest), err)
+	}
+	defer f.Close()
+	zr, err := tarx.Decompress(&ctxReader{ctx: ctx, r: f})
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot read layer %s: {{err}}", l.Digest), err)
+	}
+	defer zr.Close()
+	h := sha256.New()
+	tr := io.TeeReader(zr, h)
+	if err := tarx.Extract(tr, dir, tarx.Options{Whiteouts: mode}); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot unpack layer %s: {{err}}", l.Digest), err)
+	}
+	if _, err := io.Copy(io.Discard, tr); err != nil { // tar padding after the end marker
+		return errwrap.Wrapf(fmt.Sprintf("cannot read layer %s: {{err}}", l.Digest), err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != l.DiffID {
+		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
+	}
+	return nil
+}
+
+// RenderFlat writes the image's root filesystem, all layers applied in order
+// with whiteouts removing what they hide, into dest (created if missing; it
+// must be empty). It is the fallback for hosts without overlayfs and the
+// implementation of `rkt image render`.
+func (s *Store) RenderFlat(ctx context.Context, img *Image, dest string) error {
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot create render directory %q: {{err}}", dest), err)
+	}
+	entries, err := os.ReadDir(dest)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot read render directory %q: {{err}}", dest), err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("cannot render image %s into %q: directory not empty", img.ID, dest)
+	}
+	for _, l := range img.Layers {
+		if err := s.unpackLayer(ctx, l, dest, tarx.WhiteoutApply); err != nil {
+			return errwrap.Wrapf(fmt.Sprintf("cannot render image %s: {{err}}", img.ID), err)
+		}
+	}
+	return nil
+}
