@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rkt/rkt/store"
+)
+
+// fetchFlags are the options of `rkt fetch`.
+type fetchFlags struct {
+	pullPolicy string // never, new, update
+	creds      string // user:password for the image's registry
+	noProgress bool   // never draw progress bars
+}
+
+func init() {
+	var f fetchFlags
+	cmd := &cobra.Command{
+		Use:   "fetch IMAGE...",
+		Short: "Fetch images into the store and print their IDs",
+		Long: `Fetch images into rkt's store and print the ID of each.
+
+IMAGE is a registry reference (docker://quay.io/org/app:1.0, busybox,
+name@sha256:...), oci-archive:PATH, docker-archive:PATH (as docker save
+writes) or oci:DIR[:tag] (an OCI image layout).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runFetch(cmd, args, f) },
+	}
+	cmd.Flags().StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch from the registry: never (store only), new (when not in the store), update (when the registry has a newer image)")
+	cmd.Flags().StringVar(&f.creds, "creds", "", "credentials for the image's registry, as user:password")
+	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not show download progress")
+	subcommands = append(subcommands, cmd)
+}
+
+func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
+	opts, err := fetchOptions(f)
+	if err != nil {
+		return err
+	}
+	s, err := openStore()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var failed []string
+	for _, ref := range args {
+		o := opts
+		var bars *progressBars
+		if !f.noProgress && isTerminal(os.Stderr) {
+			bars = newProgressBars(os.Stderr, ref)
+			o.Progress = bars.Update
+		}
+		img, err := fetchAndUnpack(ctx, s, ref, o)
+		if bars != nil {
+			bars.Finish(err == nil)
+		}
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot fetch %s: %v\n", ref, err)
+			failed = append(failed, ref)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), img.ID)
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 254, err: fmt.Errorf("%d of %d images not fetched: %s", len(failed), len(args), strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
+// fetchAndUnpack fetches ref and unpacks its layers into the tree store,
+// so that the image is verified and ready to run. An image this call
+// imported whose layers cannot be unpacked (corrupt or hostile) is removed
+// again: a refused image leaves nothing behind.
+func fetchAndUnpack(ctx context.Context, s *store.Store, ref string, o store.FetchOptions) (*store.Image, error) {
+	start := time.Now().UTC()
+	img, err := s.Fetch(ctx, ref, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.LayerPaths(ctx, img); err != nil {
+		if !img.ImportedAt.Before(start.Truncate(time.Second)) {
+			if _, rmErr := s.RemoveImage(img.ID, store.RemoveOptions{}); rmErr != nil {
+				return nil, fmt.Errorf("%w (and cannot remove the refused image: %v)", err, rmErr)
+			}
+		}
+		return nil, err
+	}
+	return img, nil
+}
+
+// fetchOptions turns the flags and global options into store options.
+func fetchOptions(f fetchFlags) (store.FetchOptions, error) {
+	policy, err := store.ParsePullPolicy(f.pullPolicy)
+	if err != nil {
+		return store.FetchOptions{}, err
+	}
+	auth, err := parseCreds(f.creds)
+	if err != nil {
+		return store.FetchOptions{}, err
+	}
+	regs, err := loadRegistryConfig()
+	if err != nil {
+		return store.FetchOptions{}, err
+	}
+	return store.FetchOptions{
+		PullPolicy:   policy,
+		Auth:         auth,
+		Registries:   regs,
+		InsecureHTTP: insecure("http"),
+		InsecureTLS:  insecure("tls"),
+	}, nil
+}
+
+// parseCreds parses --creds user:password ("" means none).
+func parseCreds(s string) (*store.Auth, error) {
+	if s == "" {
+		return nil, nil
+	}
+	user, pass, ok := strings.Cut(s, ":")
+	if !ok || user == "" {
+		return nil, fmt.Errorf("invalid --creds %q: want user:password", redact(s))
+	}
+	return &store.Auth{Username: user, Password: pass}, nil
+}
+
+// redact hides the password part of user:password.
+func redact(creds string) string {
+	if user, _, ok := strings.Cut(creds, ":"); ok {
+		return user + ":***"
+	}
+	return "***"
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/hashicorp/errwrap"
+
+	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
+)
+
+// openStore opens the image store of the data directory given by --dir.
+func openStore() (*store.Store, error) {
+	s, err := store.Open(globals.Dir)
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot open the image store: {{err}}", err)
+	}
+	return s, nil
+}
+
+// loadRegistryConfig reads credentials and mirrors from the system, local
+// and user config directories, later ones winning.
+func loadRegistryConfig() (*config.Config, error) {
+	c, err := config.Load(globals.SystemConfig, globals.LocalConfig, globals.UserConfig)
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot load the registry configuration: {{err}}", err)
+	}
+	return c, nil
+}
+
+// imagesInUse returns the IDs of the images that pods of --dir reference.
+func imagesInUse() (map[string]bool, error) {
+	inUse, err := stage0.ImagesInUse(globals.Dir)
+	if err != nil {
+		return nil, errwrap.Wrapf("cannot find the images pods use: {{err}}", err)
+	}
+	return inUse, nil
+}
