@@ -87,6 +87,9 @@ func Extract(r io.Reader, dest string, opts Options) error {
 			return errwrap.Wrapf("corrupt tar stream: {{err}}", err)
 		}
 		if err := x.entry(tr, h); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("truncated tar stream in %q: %w", h.Name, err)
+			}
 			return errwrap.Wrapf(fmt.Sprintf("cannot extract %q: {{err}}", h.Name), err)
 		}
 	}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFetchFromRegistry(t *testing.T) {
+	reg := startRegistry(t)
+	img := testImage(t, "A=1",
+		[]entry{{name: "bin/", typ: '5'}, {name: "bin/hello", body: "hi", mode: 0o755}},
+		[]entry{{name: "etc/motd", body: "welcome"}})
+	ref := reg.push(t, "test/hello:1", img)
+	s := newStore(t)
+	ctx := context.Background()
+
+	var progressed int
+	got, err := s.Fetch(ctx, ref, FetchOptions{Progress: func(p Progress) {
+		if p.Done {
+			progressed++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantID := mustDigest(t, img.ConfigName)
+	wantManifest := mustDigest(t, img.Digest)
+	if got.ID != wantID {
+		t.Errorf("ID = %s, want config digest %s", got.ID, wantID)
+	}
+	if len(got.Names) != 1 || got.Names[0] != ref {
+		t.Errorf("Names = %v, want [%s]", got.Names, ref)
+	}
+	if len(got.RepoDigests) != 1 || got.RepoDigests[0] != reg.host+"/test/hello@"+wantManifest {
+		t.Errorf("RepoDigests = %v", got.RepoDigests)
+	}
+	if got.Config == nil || got.Config.Config.Env[0] != "A=1" {
+		t.Errorf("Config = %+v", got.Config)
+	}
+	if len(got.Layers) != 2 || progressed != 2 {
+		t.Errorf("layers = %d, progress done callbacks = %d", len(got.Layers), progressed)
+	}
+
+	for _, r := range []string{got.ID, strings.TrimPrefix(got.ID, "sha256:")[:10], "sha256:" + strings.TrimPrefix(got.ID, "sha256:")[:8], ref, reg.host + "/test/hello@" + wantManifest} {
+		res, err := s.ResolveImage(r)
+		if err != nil || res.ID != got.ID {
+			t.Errorf("ResolveImage(%q) = %v, %v", r, res, err)
+		}
+	}
+	if _, err := s.ResolveImage(reg.host + "/test/hello:2"); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("ResolveImage(missing) err = %v, want ErrImageNotFound", err)
+	}
+
+	paths, err := s.LayerPaths(ctx, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(paths[0], "bin/hello")); err != nil || string(b) != "hi" {
+		t.Errorf("layer 0 bin/hello = %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(paths[1], "etc/motd")); err != nil || string(b) != "welcome" {
+		t.Errorf("layer 1 etc/motd = %q, %v", b, err)
+	}
+
+	// Pull policy new: no registry traffic for an image in the store.
+	before := reg.requests.Load()
+	if _, err := s.Fetch(ctx, ref, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := reg.requests.Load() - before; n != 0 {
+		t.Errorf("second fetch made %d registry requests, want 0", n)
+	}
+	imgs, err := s.ListImages()
+	if err != nil || len(imgs) != 1 {
+		t.Fatalf("ListImages = %d images, %v", len(imgs), err)
+	}
+}
+
+func TestPullPolicies(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	ctx := context.Background()
+	ref := reg.host + "/test/app:latest"
+
+	if _, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: PullNever}); !errors.Is(err, ErrImageNotFound) {
+		t.Fatalf("never on empty store: err = %v, want ErrImageNotFound", err)
+	}
+	v1img := testImage(t, "V=1", []entry{{name: "v", body: "1"}})
+	reg.push(t, "test/app:latest", v1img)
+	first, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: PullNever})
+	if err == nil {
+		t.Fatalf("never fetched %s from the registry", first.ID)
+	}
+	first, err = s.Fetch(ctx, ref, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2img := testImage(t, "V=2", []entry{{name: "v", body: "2"}})
+	reg.push(t, "test/app:latest", v2img)
+
+	for _, tc := range []struct {
+		policy PullPolicy
+		wantID string
+	}{
+		{PullNever, first.ID},
+		{PullNew, first.ID},
+		{PullUpdate, mustDigest(t, v2img.ConfigName)},
+	} {
+		got, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: tc.policy})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.policy, err)
+		}
+		if got.ID != tc.wantID {
+			t.Errorf("%s: got %s, want %s", tc.policy, got.ID, tc.wantID)
+		}
+	}
+	// The tag moved: the old image keeps only its repo digest.
+	old, err := s.ResolveImage(first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Names) != 0 || len(old.RepoDigests) != 1 {
+		t.Errorf("old image names %v digests %v", old.Names, old.RepoDigests)
+	}
+	// update again: same digest, no blob downloads, same image.
+	again, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: PullUpdate})
+	if err != nil || again.ID != mustDigest(t, v2img.ConfigName) {
+		t.Fatalf("update again: %v, %v", again, err)
+	}
+	if _, err := ParsePullPolicy("sometimes"); err == nil {
+		t.Error("ParsePullPolicy accepted an invalid policy")
+	}
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// entry is one file of a test layer.
+type entry struct {
+	name     string
+	body     string
+	typ      byte // tar.TypeReg by default
+	linkname string
+	mode     int64
+}
+
+func tarBytes(t testing.TB, entries []entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.linkname, Mode: e.mode, ModTime: time.Unix(1700000000, 0)}
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+			if h.Typeflag == tar.TypeDir {
+				h.Mode = 0o755
+			}
+		}
+		if h.Typeflag == tar.TypeReg {
+			h.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(e.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func layerOf(t testing.TB, raw []byte) v1.Layer {
+	t.Helper()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// testImage builds an image with one layer per entry list and the given env.
+func testImage(t testing.TB, env string, layers ...[]entry) v1.Image {
+	t.Helper()
+	img := empty.Image
+	for _, es := range layers {
+		var err error
+		img, err = mutate.AppendLayers(img, layerOf(t, tarBytes(t, es)))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", platform(FetchOptions{}).Architecture
+	cfg.Config.Env = []string{env}
+	cfg.Config.Cmd = []string{"/bin/sh"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// testRegistry is an in-process registry on 127.0.0.1 that counts requests.
+type testRegistry struct {
+	host     string
+	requests atomic.Int64
+	handler  http.Handler
+}
+
+func startRegistry(t testing.TB) *testRegistry {
+	t.Helper()
+	r := &testRegistry{handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		r.handler.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r.host = strings.TrimPrefix(srv.URL, "http://")
+	return r
+}
+
+func (r *testRegistry) push(t testing.TB, repoTag string, img v1.Image) string {
+	t.Helper()
+	ref := r.host + "/" + repoTag
+	nref, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(nref, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func newStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustDigest(t testing.TB, f func() (v1.Hash, error)) string {
+	t.Helper()
+	h, err := f()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
+}
