@@ -20,8 +20,6 @@ func createNetNS(path string) error {
 
 	errc := make(chan error, 1)
 	go func() {
-		// The thread is never unlocked: it leaves the namespace it entered
-		// by dying with this goroutine, and no other goroutine can run on it.
 		runtime.LockOSThread()
 		errc <- newNetNSOnThread(path)
 	}()
@@ -33,11 +31,29 @@ func createNetNS(path string) error {
 }
 
 // newNetNSOnThread unshares the calling (locked) thread into a new network
-// namespace, brings loopback up and bind-mounts the namespace at path.
-func newNetNSOnThread(path string) error {
+// namespace, brings loopback up, bind-mounts the namespace at path and
+// returns the thread to its original namespace. Only then is the thread
+// unlocked: if it cannot go back it stays locked and Go ends it with its
+// goroutine (a thread that must not be reused). Merely exiting a locked
+// goroutine is not enough: on the main thread Go parks the thread forever,
+// which would keep the namespace (and its veths) alive.
+func newNetNSOnThread(path string) (err error) {
+	orig, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid()))
+	if err != nil {
+		return fmt.Errorf("cannot open current network namespace: %w", err)
+	}
+	defer orig.Close()
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("cannot create network namespace: %w", err)
 	}
+	defer func() {
+		if serr := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); serr != nil {
+			err = errors.Join(err, fmt.Errorf("cannot return to the original network namespace: %w", serr))
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
 	if err := loopbackUp(); err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ type Result struct {
 	Ports    []schema.PortMapping `json:"ports,omitempty"` // published ports
 	Networks []NetworkResult      `json:"networks,omitempty"`
 	Complete bool                 `json:"complete"` // false while Setup runs or when it was interrupted
+
+	// TeardownStarted is set before the first CNI DEL: a Teardown that finds
+	// it set again retries after a failed or killed one.
+	TeardownStarted bool `json:"teardownStarted,omitempty"`
 }
 
 // NetworkResult is one CNI network attached to the pod.

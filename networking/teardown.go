@@ -74,6 +74,13 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 		// path they still release their IPAM reservations.
 		netns = ""
 	}
+	// Plugins clean up their iptables rules only while they can see the
+	// pod's interface; when it is gone or a DEL was interrupted, sweep.
+	sweep := netns == "" || res.TeardownStarted
+	res.TeardownStarted = true
+	if err := save(podDir, res); err != nil {
+		return err
+	}
 	cni := newCNI(cfg)
 	var errs []error
 	for i := len(res.Networks) - 1; i >= 0; i-- {
@@ -85,6 +92,11 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 		}
 		if err := cni.DelNetworkList(ctx, list, runtimeConf(uuid, netns, n)); err != nil {
 			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
+		}
+	}
+	if sweep && len(errs) == 0 {
+		if err := sweepIPTables(ctx, uuid); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
