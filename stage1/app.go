@@ -1,0 +1,263 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// app is one app of the pod as the supervisor runs it.
+type app struct {
+	sv   *supervisor
+	name string
+
+	mu        sync.Mutex
+	manifest  schema.App
+	spec      *specs.Spec
+	status    schema.AppStatus
+	container *libcontainer.Container
+	process   *libcontainer.Process
+	stdin     io.WriteCloser // the app's stdin pipe (or pty master), when App.Stdin
+	pty       *os.File       // pty master, when App.TTY
+	log       *LogWriter
+	stdout    *broadcaster
+	stderr    *broadcaster
+	exited    chan struct{} // closed once the exit is recorded
+}
+
+func (a *app) dir() string { return filepath.Join(a.sv.podDir, schema.AppsDir, a.name) }
+
+func (a *app) logPath() string {
+	p := a.manifest.LogPath
+	if p == "" {
+		return filepath.Join(a.dir(), schema.AppDefaultLog)
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(a.dir(), p)
+	}
+	return p
+}
+
+// running reports whether the app's process runs; a.mu must be held.
+func (a *app) running() bool { return a.status.State == schema.AppRunning }
+
+// saveStatus writes the status file; a.mu must be held.
+func (a *app) saveStatus() {
+	st := a.status
+	if err := control.WriteAppStatus(a.sv.podDir, &st); err != nil {
+		logf("app %q: %v", a.name, err)
+	}
+}
+
+// start creates the app's container and runs its process. a.mu must be held.
+func (a *app) start() (retErr error) {
+	spec, err := loadAppSpec(a.sv.podDir, a.name)
+	if err != nil {
+		return err
+	}
+	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
+		return err
+	}
+	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
+	if err != nil {
+		return err
+	}
+	a.spec = spec
+	a.status = schema.AppStatus{Name: a.name, State: schema.AppCreated, CreatedAt: a.manifest.CreatedAt}
+	if a.status.CreatedAt.IsZero() {
+		a.status.CreatedAt = time.Now()
+	}
+	defer func() {
+		if retErr != nil {
+			now := time.Now()
+			a.status.State = schema.AppExited
+			a.status.ExitCode = 128
+			a.status.Reason = "StartError"
+			a.status.Message = retErr.Error()
+			a.status.StartedAt = now
+			a.status.FinishedAt = now
+			a.saveStatus()
+		}
+	}()
+	a.destroyStale()
+	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
+	if err != nil {
+		return fmt.Errorf("cannot create container of app %q: %w", a.name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			ctr.Destroy()
+		}
+	}()
+	lw, err := OpenLog(a.logPath())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			lw.Close()
+		}
+	}()
+	p := newProcess(spec.Process, true)
+	aio, err := a.setupIO(p, lw)
+	if err != nil {
+		return err
+	}
+	if err := ctr.Run(p); err != nil {
+		aio.abort()
+		return fmt.Errorf("cannot start app %q: %w", a.name, err)
+	}
+	if err := aio.started(); err != nil {
+		ctr.Signal(sigKILL)
+		p.Wait()
+		return fmt.Errorf("cannot set up stdio of app %q: %w", a.name, err)
+	}
+	pid, _ := p.Pid()
+	a.container, a.process, a.log = ctr, p, lw
+	a.status.State = schema.AppRunning
+	a.status.Pid = pid
+	a.status.StartedAt = time.Now()
+	a.exited = make(chan struct{})
+	a.saveStatus()
+	go a.wait(aio)
+	return nil
+}
+
+// destroyStale removes a container left by an earlier run of this app.
+func (a *app) destroyStale() {
+	if old, err := libcontainer.Load(a.sv.runcRoot(), a.name); err == nil {
+		old.Signal(sigKILL)
+		if err := old.Destroy(); err != nil {
+			debugf("app %q: destroying stale container: %v", a.name, err)
+		}
+	}
+	os.RemoveAll(filepath.Join(a.sv.runcRoot(), a.name))
+}
+
+// newProcess builds a libcontainer process from the spec's process; the
+// container config carries capabilities, rlimits, no_new_privs, etc.
+func newProcess(sp *specs.Process, init bool) *libcontainer.Process {
+	p := &libcontainer.Process{
+		Args: sp.Args,
+		Env:  sp.Env,
+		Cwd:  sp.Cwd,
+		UID:  int(sp.User.UID),
+		GID:  int(sp.User.GID),
+		Init: init,
+	}
+	for _, g := range sp.User.AdditionalGids {
+		p.AdditionalGroups = append(p.AdditionalGroups, int(g))
+	}
+	if sp.ConsoleSize != nil {
+		p.ConsoleWidth, p.ConsoleHeight = uint16(sp.ConsoleSize.Width), uint16(sp.ConsoleSize.Height)
+	}
+	return p
+}
+
+// wait reaps the app, records its exit and destroys its container.
+func (a *app) wait(aio *appIO) {
+	ps, werr := a.process.Wait()
+	oom := oomKilled(a.container)
+	// Kill what may be left (a shared PID namespace keeps orphans alive) and
+	// free the cgroup; only then can the output pipes reach EOF.
+	a.container.Signal(sigKILL)
+	if err := a.container.Destroy(); err != nil {
+		logf("app %q: %v", a.name, err)
+	}
+	aio.wait(2 * time.Second)
+	a.mu.Lock()
+	a.status.State = schema.AppExited
+	a.status.FinishedAt = time.Now()
+	a.status.ExitCode, a.status.Signal = exitStatus(ps, werr)
+	a.status.OOMKilled = oom
+	switch {
+	case oom:
+		a.status.Reason = "OOMKilled"
+	case a.status.ExitCode == 0:
+		a.status.Reason = "Completed"
+	default:
+		a.status.Reason = "Error"
+	}
+	a.saveStatus()
+	a.log.Close()
+	a.stdin, a.pty = nil, nil
+	close(a.exited)
+	debugf("app %q exited: code %d signal %q reason %s", a.name, a.status.ExitCode, a.status.Signal, a.status.Reason)
+	a.mu.Unlock()
+	a.sv.appExited()
+}
+
+// stop sends SIGTERM, then SIGKILL after timeout, and waits for the exit.
+func (a *app) stop(timeout time.Duration) {
+	a.mu.Lock()
+	if !a.running() {
+		a.mu.Unlock()
+		return
+	}
+	ctr, exited := a.container, a.exited
+	a.mu.Unlock()
+	if timeout > 0 {
+		if err := ctr.Signal(sigTERM); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+			debugf("app %q: SIGTERM: %v", a.name, err)
+		}
+		select {
+		case <-exited:
+			return
+		case <-time.After(timeout):
+		}
+	}
+	if err := ctr.Signal(sigKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		debugf("app %q: SIGKILL: %v", a.name, err)
+	}
+	<-exited
+}
+
+// updateResources applies new cgroup limits to the running app.
+func (a *app) updateResources(res *specs.LinuxResources) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.running() {
+		return errNotRunning(a.name)
+	}
+	cfg := a.container.Config()
+	spec := *a.spec
+	linux := *spec.Linux
+	linux.Resources = res
+	spec.Linux = &linux
+	nc, err := libcontainerConfig(a.name, &spec, a.sv.systemd)
+	if err != nil {
+		return err
+	}
+	merged := *cfg.Cgroups.Resources
+	mergeResources(&merged, nc.Cgroups.Resources)
+	cg := *cfg.Cgroups
+	cg.Resources = &merged
+	cfg.Cgroups = &cg
+	if err := a.container.Set(cfg); err != nil {
+		return fmt.Errorf("cannot update resources of app %q: %w", a.name, err)
+	}
+	a.spec.Linux.Resources = res
+	return nil
+}
+
+// mergeResources copies the limits CRI may update (CPU, memory, pids,
+// hugepages, unified) from n to r, keeping the device rules of r.
+func mergeResources(r, n *cgroups.Resources) {
+	r.CpuShares, r.CpuQuota, r.CpuPeriod = n.CpuShares, n.CpuQuota, n.CpuPeriod
+	r.CpusetCpus, r.CpusetMems = n.CpusetCpus, n.CpusetMems
+	r.Memory, r.MemoryReservation, r.MemorySwap = n.Memory, n.MemoryReservation, n.MemorySwap
+	r.PidsLimit = n.PidsLimit
+	r.HugetlbLimit = n.HugetlbLimit
+	r.Unified = n.Unified
+}

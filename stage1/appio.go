@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// appIO holds the supervisor's ends of an app's stdio until the app runs,
+// then pumps its output into the log and to attached clients.
+type appIO struct {
+	a          *app
+	lw         *LogWriter
+	childEnds  []*os.File // closed once the process has them
+	outR, errR *os.File   // pipe read ends (no tty)
+	stdinW     *os.File   // pipe write end, when App.Stdin (no tty)
+	consoleSk  *os.File   // our end of the console socket (tty)
+	pty        *os.File   // pty master (tty)
+	pumps      sync.WaitGroup
+}
+
+// setupIO wires p's stdio: pipes, or a console socket for a tty.
+func (a *app) setupIO(p *libcontainer.Process, lw *LogWriter) (*appIO, error) {
+	aio := &appIO{a: a, lw: lw}
+	if a.manifest.TTY {
+		parent, child, err := socketpair()
+		if err != nil {
+			return nil, err
+		}
+		aio.consoleSk = parent
+		aio.childEnds = append(aio.childEnds, child)
+		p.ConsoleSocket = child
+		return aio, nil
+	}
+	var err error
+	var w *os.File
+	if aio.outR, w, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("cannot create stdout pipe: %w", err)
+	}
+	p.Stdout = w
+	aio.childEnds = append(aio.childEnds, w)
+	if aio.errR, w, err = os.Pipe(); err != nil {
+		aio.abort()
+		return nil, fmt.Errorf("cannot create stderr pipe: %w", err)
+	}
+	p.Stderr = w
+	aio.childEnds = append(aio.childEnds, w)
+	if a.manifest.Stdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			aio.abort()
+			return nil, fmt.Errorf("cannot create stdin pipe: %w", err)
+		}
+		p.Stdin = r
+		aio.childEnds = append(aio.childEnds, r)
+		aio.stdinW = w
+	}
+	return aio, nil
+}
+
+func socketpair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create console socket pair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "console-parent"), os.NewFile(uintptr(fds[1]), "console-child"), nil
+}
+
+func (aio *appIO) closeChildEnds() {
+	for _, f := range aio.childEnds {
+		f.Close()
+	}
+	aio.childEnds = nil
+}
+
+// abort releases everything after a failed start.
+func (aio *appIO) abort() {
+	aio.closeChildEnds()
+	for _, f := range []*os.File{aio.outR, aio.errR, aio.stdinW, aio.consoleSk, aio.pty} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// started runs once the process runs: takes the pty master, closes the
+// child's ends and starts the output pumps. a.mu is held.
+func (aio *appIO) started() error {
+	aio.closeChildEnds()
+	a := aio.a
+	a.stdout, a.stderr = newBroadcaster(), newBroadcaster()
+	if aio.consoleSk != nil {
+		pty, err := recvFd(aio.consoleSk)
+		aio.consoleSk.Close()
+		aio.consoleSk = nil
+		if err != nil {
+			return err
+		}
+		aio.pty = pty
+		a.pty = pty
+		if a.manifest.Stdin {
+			a.stdin = pty
+		}
+		aio.pumps.Add(1)
+		go func() {
+			defer aio.pumps.Done()
+			pump(pty, newLineSplitter(aio.lw, "stdout"), a.stdout)
+		}()
+		return nil
+	}
+	if aio.stdinW != nil {
+		a.stdin = aio.stdinW
+	}
+	aio.pumps.Add(2)
+	go func() {
+		defer aio.pumps.Done()
+		pump(aio.outR, newLineSplitter(aio.lw, "stdout"), a.stdout)
+	}()
+	go func() {
+		defer aio.pumps.Done()
+		pump(aio.errR, newLineSplitter(aio.lw, "stderr"), a.stderr)
+	}()
+	return nil
+}
+
+// wait waits up to timeout for the output to end after the app exited, then
+// closes our ends.
+func (aio *appIO) wait(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { aio.pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		debugf("app %q: output still open %v after exit; closing it", aio.a.name, timeout)
+	}
+	for _, f := range []*os.File{aio.outR, aio.errR, aio.stdinW, aio.pty} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	<-done
+}
+
+// recvFd receives one file descriptor (the pty master libcontainer sends).
+func recvFd(sock *os.File) (*os.File, error) {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("cannot receive the console: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("cannot parse the console message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("cannot parse the console fd: %v", err)
+	}
+	// Non-blocking, so the file joins Go's poller and Close interrupts a Read.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		return nil, fmt.Errorf("cannot make the console non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), string(buf[:n])), nil
+}

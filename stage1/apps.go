@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// manifestApp re-reads the pod manifest (stage0 rewrites it when it adds
+// apps) and returns the named app.
+func (sv *supervisor) manifestApp(name string) (*schema.App, error) {
+	m, err := readManifest(sv.podDir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.Apps {
+		if m.Apps[i].Name == name {
+			return &m.Apps[i], nil
+		}
+	}
+	return nil, errNotFound(name)
+}
+
+// lookup returns the app named name, known or listed in the manifest.
+func (sv *supervisor) lookup(name string) (*app, error) {
+	if name == "" {
+		return nil, errInvalid("no app name")
+	}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if a, ok := sv.apps[name]; ok {
+		return a, nil
+	}
+	am, err := sv.manifestApp(name)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{sv: sv, name: name, manifest: *am,
+		status: schema.AppStatus{Name: name, State: schema.AppCreated, CreatedAt: am.CreatedAt}}
+	sv.apps[name] = a
+	return a, nil
+}
+
+// startApp starts (or restarts) an app of the manifest.
+func (sv *supervisor) startApp(name string) error {
+	a, err := sv.lookup(name)
+	if err != nil {
+		return err
+	}
+	am, err := sv.manifestApp(name)
+	if err != nil {
+		return err
+	}
+	sv.mu.Lock()
+	stopping := sv.stopping
+	sv.mu.Unlock()
+	if stopping {
+		return fmt.Errorf("cannot start app %q: the pod is stopping", name)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running() {
+		return errRunning(name)
+	}
+	a.manifest = *am
+	t0 := time.Now()
+	if err := a.start(); err != nil {
+		return err
+	}
+	debugf("app %q started in %v", name, time.Since(t0))
+	return nil
+}
+
+// removeApp forgets a stopped app and destroys what is left of its container.
+func (sv *supervisor) removeApp(name string) error {
+	a, err := sv.lookup(name)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running() {
+		return errRunning(name)
+	}
+	a.destroyStale()
+	sv.mu.Lock()
+	delete(sv.apps, name)
+	sv.mu.Unlock()
+	return nil
+}
+
+// snapshot returns the known apps.
+func (sv *supervisor) snapshot() []*app {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	apps := make([]*app, 0, len(sv.apps))
+	for _, a := range sv.apps {
+		apps = append(apps, a)
+	}
+	return apps
+}
+
+// statuses returns the status of every app the supervisor knows, by name.
+func (sv *supervisor) statuses() []schema.AppStatus {
+	apps := sv.snapshot()
+	out := make([]schema.AppStatus, 0, len(apps))
+	for _, a := range apps {
+		a.mu.Lock()
+		out = append(out, a.status)
+		a.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (sv *supervisor) reopenLog(name string) error {
+	a, err := sv.lookup(name)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.running() {
+		return errNotRunning(name)
+	}
+	return a.log.Reopen()
+}
+
+// stats reads the running app's cgroup usage through libcontainer.
+func (a *app) stats() (*control.Stats, error) {
+	a.mu.Lock()
+	ctr := a.container
+	running := a.running()
+	a.mu.Unlock()
+	if !running {
+		return nil, errNotRunning(a.name)
+	}
+	s, err := ctr.Stats()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read stats of app %q: %w", a.name, err)
+	}
+	out := &control.Stats{Timestamp: time.Now()}
+	cs := s.CgroupStats
+	if cs == nil {
+		return out, nil
+	}
+	out.CPUUsageNanos = cs.CpuStats.CpuUsage.TotalUsage
+	mem := cs.MemoryStats
+	out.MemoryUsage = mem.Usage.Usage
+	out.MemoryLimit = mem.Usage.Limit
+	inactive := firstStat(mem.Stats, "total_inactive_file", "inactive_file")
+	if inactive < out.MemoryUsage {
+		out.MemoryWorkingSet = out.MemoryUsage - inactive
+	}
+	out.MemoryRSS = firstStat(mem.Stats, "total_rss", "anon")
+	out.MemoryPageFaults = firstStat(mem.Stats, "total_pgfault", "pgfault")
+	out.MemoryMajorFaults = firstStat(mem.Stats, "total_pgmajfault", "pgmajfault")
+	out.Pids = cs.PidsStats.Current
+	out.PidsLimit = cs.PidsStats.Limit
+	return out, nil
+}
+
+func firstStat(m map[string]uint64, keys ...string) uint64 {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// handleExec runs a process in a running app and streams its stdio.
+func (sv *supervisor) handleExec(conn net.Conn, br *bufio.Reader, req *control.Request) {
+	p, eio, err := sv.startExec(req)
+	if err != nil {
+		writeResponse(conn, &control.Response{}, err)
+		return
+	}
+	if err := writeResponse(conn, &control.Response{}, nil); err != nil {
+		p.Signal(sigKILL)
+	}
+	fw := control.NewFrameWriter(conn)
+	eio.pumpTo(fw)
+	go readClientFrames(br, eio.stdin, eio.pty, func() { p.Signal(sigKILL) }, func() {
+		switch {
+		case eio.pty != nil:
+			eio.pty.Write([]byte{4}) // ^D: EOF for the terminal's reader
+		case eio.stdin != nil:
+			eio.stdin.Close()
+		}
+	})
+	ps, werr := p.Wait()
+	code, _ := exitStatus(ps, werr)
+	eio.wait(2 * time.Second)
+	b, _ := json.Marshal(control.ExitResult{ExitCode: code})
+	fw.WriteFrame(control.FrameExit, b)
+	debugf("exec %q in %q: exit %d", req.Exec.Args, req.App, code)
+}
+
+// execIO holds the supervisor's ends of an exec'd process's stdio.
+type execIO struct {
+	outR, errR *os.File
+	stdin      io.WriteCloser
+	pty        *os.File
+	pumps      sync.WaitGroup
+}
+
+func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *execIO, error) {
+	if req.Exec == nil || len(req.Exec.Args) == 0 {
+		return nil, nil, errInvalid("exec without a command")
+	}
+	a, err := sv.lookup(req.App)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.mu.Lock()
+	running, ctr, spec := a.running(), a.container, a.spec
+	a.mu.Unlock()
+	if !running {
+		return nil, nil, errNotRunning(req.App)
+	}
+	p := newProcess(spec.Process, false)
+	p.Args = req.Exec.Args
+	p.Env = mergeEnv(spec.Process.Env, req.Exec.Env)
+	if req.Exec.Cwd != "" {
+		p.Cwd = req.Exec.Cwd
+	}
+	if req.Exec.User != "" {
+		u, err := resolveUser(spec.Root.Path, req.Exec.User)
+		if err != nil {
+			return nil, nil, errInvalid("exec in %q: %v", req.App, err)
+		}
+		p.UID, p.GID, p.AdditionalGroups = u.Uid, u.Gid, u.Sgids
+	}
+	eio := &execIO{}
+	var childEnds []*os.File
+	closeChild := func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}
+	var consoleSk *os.File
+	if req.Exec.TTY {
+		parent, child, err := socketpair()
+		if err != nil {
+			return nil, nil, err
+		}
+		consoleSk, p.ConsoleSocket = parent, child
+		childEnds = append(childEnds, child)
+		p.ConsoleWidth, p.ConsoleHeight = 80, 24
+	} else {
+		pipes := make([]*os.File, 0, 6)
+		for range 3 {
+			r, w, err := os.Pipe()
+			if err != nil {
+				for _, f := range pipes {
+					f.Close()
+				}
+				return nil, nil, fmt.Errorf("cannot create exec pipes: %w", err)
+			}
+			pipes = append(pipes, r, w)
+		}
+		eio.outR, p.Stdout = pipes[0], pipes[1]
+		eio.errR, p.Stderr = pipes[2], pipes[3]
+		childEnds = append(childEnds, pipes[1], pipes[3])
+		if req.Exec.Stdin {
+			p.Stdin, eio.stdin = pipes[4], pipes[5]
+			childEnds = append(childEnds, pipes[4])
+		} else {
+			pipes[4].Close()
+			pipes[5].Close()
+		}
+	}
+	if err := ctr.Run(p); err != nil {
+		closeChild()
+		eio.closeAll()
+		if consoleSk != nil {
+			consoleSk.Close()
+		}
+		return nil, nil, fmt.Errorf("cannot exec %q in app %q: %w", req.Exec.Args, req.App, err)
+	}
+	closeChild()
+	if consoleSk != nil {
+		pty, err := recvFd(consoleSk)
+		consoleSk.Close()
+		if err != nil {
+			p.Signal(sigKILL)
+			p.Wait()
+			return nil, nil, err
+		}
+		eio.pty = pty
+		if req.Exec.Stdin {
+			eio.stdin = pty
+		}
+	}
+	return p, eio, nil
+}
+
+// pumpTo copies the process's output to the client as frames.
+func (eio *execIO) pumpTo(fw *control.FrameWriter) {
+	cp := func(r *os.File, typ byte) {
+		if r == nil {
+			return
+		}
+		eio.pumps.Add(1)
+		go func() {
+			defer eio.pumps.Done()
+			io.Copy(fw.StreamWriter(typ), r)
+		}()
+	}
+	cp(eio.outR, control.FrameStdout)
+	cp(eio.errR, control.FrameStderr)
+	cp(eio.pty, control.FrameStdout)
+}
+
+// wait waits for the output to drain (bounded: a background process may
+// keep it open), then closes everything.
+func (eio *execIO) wait(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { eio.pumps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+	eio.closeAll()
+	<-done
+}
+
+func (eio *execIO) closeAll() {
+	for _, f := range []*os.File{eio.outR, eio.errR, eio.pty} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if eio.stdin != nil {
+		eio.stdin.Close()
+	}
+}
+
+// readClientFrames handles the client's frames: stdin data, stdin EOF and
+// terminal resizes. It calls gone when the client goes away.
+func readClientFrames(br *bufio.Reader, stdin io.Writer, pty *os.File, gone, stdinClosed func()) {
+	for {
+		typ, payload, err := control.ReadFrame(br)
+		if err != nil {
+			gone()
+			return
+		}
+		switch typ {
+		case control.FrameStdin:
+			if stdin != nil {
+				stdin.Write(payload)
+			}
+		case control.FrameStdinClose:
+			stdinClosed()
+		case control.FrameResize:
+			var sz control.TermSize
+			if json.Unmarshal(payload, &sz) == nil && pty != nil {
+				resizePty(pty, sz)
+			}
+		}
+	}
+}
+
+func resizePty(pty *os.File, sz control.TermSize) {
+	ws := &unix.Winsize{Col: sz.Width, Row: sz.Height}
+	// SyscallConn, not Fd(): Fd() would make the file blocking.
+	rc, err := pty.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		if err := unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws); err != nil {
+			debugf("resize: %v", err)
+		}
+	})
+}
+
+// mergeEnv returns base with the KEY=VALUE entries of extra added or
+// replacing those with the same key.
+func mergeEnv(base, extra []string) []string {
+	out := append([]string(nil), base...)
+	idx := map[string]int{}
+	for i, kv := range out {
+		k, _, _ := strings.Cut(kv, "=")
+		idx[k] = i
+	}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}

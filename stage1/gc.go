@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// gcPod is `stage1 gc`: clean what a dead supervisor left of its pod.
+func gcPod(podDir string) error {
+	if conn, err := net.DialTimeout("unix", filepath.Join(podDir, schema.Stage1Socket), time.Second); err == nil {
+		conn.Close()
+		return fmt.Errorf("the supervisor of pod %q is still running", podDir)
+	}
+	m, err := readManifest(podDir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		m = nil
+	}
+	var errs []error
+	if m != nil {
+		if err := cleanupPod(podDir, m); err != nil {
+			errs = append(errs, err)
+		}
+	} else if err := destroyContainers(podDir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := markDead(podDir); err != nil {
+		errs = append(errs, err)
+	}
+	os.Remove(filepath.Join(podDir, schema.Stage1Socket))
+	return errors.Join(errs...)
+}
+
+// cleanupPod destroys the pod's containers, kills what is left in its
+// cgroups, removes them and the runc state directory.
+func cleanupPod(podDir string, m *schema.PodManifest) error {
+	var errs []error
+	if err := destroyContainers(podDir); err != nil {
+		errs = append(errs, err)
+	}
+	paths := map[string]bool{}
+	if !systemdRunning() {
+		paths[podCgroupPath(m)] = true
+	}
+	// Apps whose cgroup is not under the pod cgroup (a custom
+	// cgroupsPath) are removed on their own.
+	for _, a := range m.Apps {
+		spec, err := loadAppSpec(podDir, a.Name)
+		if err != nil || spec.Linux.CgroupsPath == "" || !filepath.IsAbs(spec.Linux.CgroupsPath) {
+			continue
+		}
+		if filepath.Dir(spec.Linux.CgroupsPath) != podCgroupPath(m) {
+			paths[spec.Linux.CgroupsPath] = true
+		}
+	}
+	for p := range paths {
+		if err := removePodCgroups(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// destroyContainers destroys every libcontainer container under <pod>/runc
+// and removes that directory.
+func destroyContainers(podDir string) error {
+	root := filepath.Join(podDir, "runc")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cannot list containers in %q: %w", root, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		ctr, err := libcontainer.Load(root, e.Name())
+		if err != nil {
+			debugf("container %q: %v", e.Name(), err)
+			continue
+		}
+		ctr.Signal(sigKILL)
+		if err := ctr.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("container %q: %w", e.Name(), err))
+		}
+	}
+	if err := os.RemoveAll(root); err != nil {
+		errs = append(errs, fmt.Errorf("cannot remove %q: %w", root, err))
+	}
+	return errors.Join(errs...)
+}
+
+// markDead records apps that were running when their supervisor died as
+// exited: they were killed with it (SIGKILL through the parent-death signal
+// or the cgroup cleanup).
+func markDead(podDir string) error {
+	sts, err := control.ReadPodStatus(podDir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range sts {
+		st := &sts[i]
+		if st.State != schema.AppRunning {
+			continue
+		}
+		st.ExitCode = 128 + int(sigKILL)
+		st.Signal = "SIGKILL"
+		st.FinishedAt = time.Now()
+		st.State = schema.AppExited
+		st.Reason = "SupervisorDied"
+		st.Message = "the stage1 supervisor of the pod died"
+		if err := control.WriteAppStatus(podDir, st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,87 @@
+// Command stage1 is rkt's pod supervisor: one process per pod that holds the
+// pod's namespaces, runs its apps as libcontainer containers and answers
+// stage0 over a unix socket (see package stage1/control for the contract).
+//
+//	stage1 run --pod-dir=DIR [--mode=run|sandbox] [--debug]
+//	stage1 gc --pod-dir=DIR [--debug]
+//
+// libcontainer re-executes this binary as `stage1 init` inside every new
+// container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"runtime"
+
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	_ "github.com/opencontainers/cgroups/devices"
+)
+
+func init() {
+	// libcontainer's container init: must run before anything else and
+	// never returns.
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		runtime.GOMAXPROCS(1)
+		runtime.LockOSThread()
+		libcontainer.Init()
+	}
+}
+
+var debug bool
+
+func debugf(format string, args ...any) {
+	if debug {
+		log.Printf("debug: "+format, args...)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: %s run|gc --pod-dir=DIR [--mode=run|sandbox] [--debug]\n", os.Args[0])
+}
+
+func main() {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	log.SetPrefix(fmt.Sprintf("stage1[%d]: ", os.Getpid()))
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	cmd := os.Args[1]
+	if cmd == "pidns" {
+		os.Exit(runPIDNSHolder())
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	podDir := fs.String("pod-dir", "", "absolute path of the pod directory")
+	mode := fs.String("mode", "run", "run: start every app and exit when all have exited; sandbox: start none, live until shut down")
+	fs.BoolVar(&debug, "debug", false, "log debug messages")
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		os.Exit(2)
+	}
+	if *podDir == "" {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch cmd {
+	case "run":
+		if *mode != modeRun && *mode != modeSandbox {
+			log.Printf("unknown --mode %q", *mode)
+			os.Exit(2)
+		}
+		err = runSupervisor(*podDir, *mode)
+	case "gc":
+		err = gcPod(*podDir)
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		log.Printf("%s: %v", cmd, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// pidnsHolder is the init (PID 1) of a pod's shared PID namespace: a child
+// of the supervisor (`stage1 pidns`) that only reaps orphans. The supervisor
+// itself stays outside, so its /proc matches its PID namespace. When the
+// holder dies the kernel kills every process in the namespace.
+type pidnsHolder struct {
+	cmd *exec.Cmd
+}
+
+func startPIDNSHolder() (*pidnsHolder, error) {
+	cmd := exec.Command("/proc/self/exe", "pidns")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWPID,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start the shared PID namespace: %w", err)
+	}
+	return &pidnsHolder{cmd: cmd}, nil
+}
+
+func (h *pidnsHolder) nsPath() string {
+	return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/ns/pid"
+}
+
+// stop kills the holder, and with it everything left in the namespace.
+func (h *pidnsHolder) stop() {
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+}
+
+// runPIDNSHolder is `stage1 pidns`: reap children forever.
+func runPIDNSHolder() int {
+	if os.Getpid() != 1 {
+		fmt.Fprintln(os.Stderr, "stage1 pidns: not the init of a PID namespace")
+		return 2
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	for s := range sigs {
+		if s != unix.SIGCHLD {
+			continue // only the supervisor ends us, with SIGKILL
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// codedError carries a control protocol error code.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+func errNotFound(name string) error {
+	return &codedError{control.CodeNotFound, fmt.Errorf("pod has no app %q", name)}
+}
+
+func errNotRunning(name string) error {
+	return &codedError{control.CodeNotRunning, fmt.Errorf("app %q is not running", name)}
+}
+
+func errRunning(name string) error {
+	return &codedError{control.CodeRunning, fmt.Errorf("app %q is running", name)}
+}
+
+func errInvalid(format string, args ...any) error {
+	return &codedError{control.CodeInvalid, fmt.Errorf(format, args...)}
+}
+
+// listen creates <pod>/stage1.sock, readable by root only.
+func (sv *supervisor) listen() error {
+	p := filepath.Join(sv.podDir, schema.Stage1Socket)
+	os.Remove(p)
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %q: %w", p, err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("cannot chmod %q: %w", p, err)
+	}
+	sv.listener = l
+	return nil
+}
+
+func (sv *supervisor) serve() {
+	for {
+		conn, err := sv.listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			logf("accept: %v", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go sv.handle(conn)
+	}
+}
+
+func (sv *supervisor) handle(conn net.Conn) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		debugf("reading request: %v", err)
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	var req control.Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		writeResponse(conn, &control.Response{}, errInvalid("cannot parse request: %v", err))
+		return
+	}
+	debugf("request %s %q", req.Op, req.App)
+	switch req.Op {
+	case control.OpExec:
+		sv.handleExec(conn, br, &req)
+		return
+	case control.OpAttach:
+		sv.handleAttach(conn, br, &req)
+		return
+	case control.OpShutdown:
+		sv.shutdownRequest(conn, &req)
+		return
+	}
+	resp := &control.Response{}
+	writeResponse(conn, resp, sv.dispatch(&req, resp))
+}
+
+func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) error {
+	switch req.Op {
+	case control.OpStart:
+		return sv.startApp(req.App)
+	case control.OpStop:
+		a, err := sv.lookup(req.App)
+		if err != nil {
+			return err
+		}
+		a.stop(req.Timeout)
+		return nil
+	case control.OpRemove:
+		return sv.removeApp(req.App)
+	case control.OpStatus:
+		resp.Status = sv.statuses()
+		return nil
+	case control.OpReopen:
+		return sv.reopenLog(req.App)
+	case control.OpUpdate:
+		if req.Resources == nil {
+			return errInvalid("update of %q without resources", req.App)
+		}
+		a, err := sv.lookup(req.App)
+		if err != nil {
+			return err
+		}
+		return a.updateResources(req.Resources)
+	case control.OpStats:
+		a, err := sv.lookup(req.App)
+		if err != nil {
+			return err
+		}
+		st, err := a.stats()
+		resp.Stats = st
+		return err
+	}
+	return errInvalid("unknown operation %q", req.Op)
+}
+
+func writeResponse(conn net.Conn, resp *control.Response, err error) error {
+	if err != nil {
+		resp.Error = err.Error()
+		var ce *codedError
+		if errors.As(err, &ce) {
+			resp.Code = ce.code
+		}
+	}
+	b, merr := json.Marshal(resp)
+	if merr != nil {
+		b, _ = json.Marshal(&control.Response{Error: "cannot encode response: " + merr.Error()})
+	}
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, werr := conn.Write(append(b, '\n'))
+	conn.SetWriteDeadline(time.Time{})
+	return werr
+}
+
+// shutdownRequest stops everything, answers, and lets the supervisor exit.
+func (sv *supervisor) shutdownRequest(conn net.Conn, req *control.Request) {
+	sv.stopAll(req.Timeout)
+	sv.cleanup()
+	writeResponse(conn, &control.Response{}, nil)
+	sv.finish()
+}

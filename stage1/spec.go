@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// podNamespaces are the paths of the namespaces the pod holds; an app
+// namespace entry with an empty path of one of these types joins it.
+type podNamespaces struct {
+	net string // <pod>/netns; empty for host networking
+	ipc string
+	uts string
+	pid string // the shared PID namespace; empty when the pod has none
+}
+
+// loadAppSpec reads apps/<name>/config.json.
+func loadAppSpec(podDir, name string) (*specs.Spec, error) {
+	p := filepath.Join(podDir, schema.AppsDir, name, schema.AppSpecFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read spec of app %q: %w", name, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("cannot parse spec %q: %w", p, err)
+	}
+	if spec.Process == nil || len(spec.Process.Args) == 0 {
+		return nil, fmt.Errorf("spec %q has no process args", p)
+	}
+	if spec.Root == nil || !filepath.IsAbs(spec.Root.Path) {
+		return nil, fmt.Errorf("spec %q needs an absolute root.path", p)
+	}
+	if spec.Linux == nil {
+		return nil, fmt.Errorf("spec %q has no linux section", p)
+	}
+	return &spec, nil
+}
+
+// adjustSpec fills in the pod's namespaces, drops the hostname when the app
+// shares the pod's UTS namespace (stage1 set it), and clamps what this
+// process may not set.
+func adjustSpec(spec *specs.Spec, ns podNamespaces, lim limits) error {
+	var out []specs.LinuxNamespace
+	for _, n := range spec.Linux.Namespaces {
+		if n.Path == "" {
+			switch n.Type {
+			case specs.NetworkNamespace:
+				if ns.net == "" {
+					// host networking: the app stays in the supervisor's
+					// (the host's) network namespace.
+					continue
+				}
+				n.Path = ns.net
+			case specs.IPCNamespace:
+				n.Path = ns.ipc
+			case specs.UTSNamespace:
+				n.Path = ns.uts
+				spec.Hostname = ""
+				spec.Domainname = ""
+			case specs.PIDNamespace:
+				if ns.pid != "" {
+					n.Path = ns.pid
+				}
+			}
+		}
+		out = append(out, n)
+	}
+	spec.Linux.Namespaces = out
+	if spec.Process.OOMScoreAdj != nil {
+		v := lim.clampOOMScoreAdj(*spec.Process.OOMScoreAdj)
+		spec.Process.OOMScoreAdj = &v
+	}
+	for i := range spec.Process.Rlimits {
+		lim.clampRlimit(&spec.Process.Rlimits[i])
+	}
+	return nil
+}
+
+// libcontainerConfig converts an adjusted spec.
+func libcontainerConfig(name string, spec *specs.Spec, systemd bool) (*configs.Config, error) {
+	if systemd {
+		spec.Linux.CgroupsPath = systemdCgroupsPath(spec.Linux.CgroupsPath)
+	}
+	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName:       name,
+		UseSystemdCgroup: systemd,
+		Spec:             spec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot convert spec of app %q: %w", name, err)
+	}
+	// The app dies with its supervisor.
+	cfg.ParentDeathSignal = int(unix.SIGKILL)
+	return cfg, nil
+}

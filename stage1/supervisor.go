@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+const (
+	modeRun     = "run"
+	modeSandbox = "sandbox"
+
+	lockFd  = 3 // the flock'ed pod directory, inherited from stage0
+	readyFd = 4 // the readiness pipe
+
+	sigtermGrace = 10 * time.Second
+)
+
+// supervisor is the state of one pod's stage1 process.
+type supervisor struct {
+	podDir     string
+	mode       string
+	manifest   *schema.PodManifest
+	namespaces podNamespaces
+	limits     limits
+	systemd    bool
+	pidns      *pidnsHolder
+	listener   net.Listener
+
+	mu       sync.Mutex
+	apps     map[string]*app
+	stopping bool
+	done     chan struct{} // closed when the supervisor must exit
+	doneOnce sync.Once
+
+	cleanupOnce sync.Once
+}
+
+func (sv *supervisor) runcRoot() string { return filepath.Join(sv.podDir, "runc") }
+
+// readManifest reads the pod manifest (stage0 rewrites it when apps change).
+func readManifest(podDir string) (*schema.PodManifest, error) {
+	p := filepath.Join(podDir, schema.PodManifestFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read pod manifest: %w", err)
+	}
+	var m schema.PodManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("cannot parse pod manifest %q: %w", p, err)
+	}
+	if m.UUID == "" {
+		return nil, fmt.Errorf("pod manifest %q has no uuid", p)
+	}
+	return &m, nil
+}
+
+// runSupervisor is `stage1 run`.
+func runSupervisor(podDir, mode string) error {
+	// Neither the pod lock nor the readiness pipe may leak into apps.
+	unix.CloseOnExec(lockFd)
+	unix.CloseOnExec(readyFd)
+	ready := os.NewFile(readyFd, "ready")
+	if !filepath.IsAbs(podDir) {
+		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
+	}
+	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{})}
+	if err := sv.setup(); err != nil {
+		sv.cleanup()
+		return reportReady(ready, err)
+	}
+	if mode == modeRun {
+		if err := sv.startAll(); err != nil {
+			sv.shutdown(0)
+			sv.cleanup()
+			return reportReady(ready, err)
+		}
+	}
+	reportReady(ready, nil)
+	go sv.serve()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go func() {
+		s := <-sigs
+		logf("received %v: stopping the pod", s)
+		sv.shutdown(sigtermGrace)
+	}()
+	<-sv.done
+	sv.cleanup()
+	return nil
+}
+
+// reportReady writes "ok" or the error on the readiness pipe and closes it.
+func reportReady(ready *os.File, err error) error {
+	msg := "ok\n"
+	if err != nil {
+		msg = err.Error() + "\n"
+	}
+	if ready != nil {
+		ready.WriteString(msg)
+		ready.Close()
+	}
+	return err
+}
+
+// setup prepares everything the apps need, then listens on the socket.
+func (sv *supervisor) setup() error {
+	m, err := readManifest(sv.podDir)
+	if err != nil {
+		return err
+	}
+	sv.manifest = m
+	sv.limits = currentLimits()
+	sv.systemd = systemdRunning()
+	debugf("pod %s: %v systemd=%v", m.UUID, sv.limits, sv.systemd)
+	self := strconv.Itoa(os.Getpid())
+	sv.namespaces.ipc = "/proc/" + self + "/ns/ipc"
+	sv.namespaces.uts = "/proc/" + self + "/ns/uts"
+	if _, err := os.Stat(filepath.Join(sv.podDir, schema.NetNSFile)); err == nil {
+		sv.namespaces.net = filepath.Join(sv.podDir, schema.NetNSFile)
+	} else if m.Net != "host" && m.Net != "" {
+		return fmt.Errorf("pod network %q needs %s in the pod directory: %w", m.Net, schema.NetNSFile, err)
+	}
+	if err := setHostname(m.Hostname); err != nil {
+		return err
+	}
+	if err := applySysctls(m.Sysctls, sv.namespaces.net); err != nil {
+		return err
+	}
+	if m.SharedPID {
+		h, err := startPIDNSHolder()
+		if err != nil {
+			return err
+		}
+		sv.pidns = h
+		sv.namespaces.pid = h.nsPath()
+	}
+	if err := os.MkdirAll(sv.runcRoot(), 0o700); err != nil {
+		return fmt.Errorf("cannot create %q: %w", sv.runcRoot(), err)
+	}
+	if err := sv.listen(); err != nil {
+		return err
+	}
+	pidFile := filepath.Join(sv.podDir, schema.Stage1PIDFile)
+	if err := os.WriteFile(pidFile, []byte(self+"\n"), 0o644); err != nil {
+		return fmt.Errorf("cannot write %q: %w", pidFile, err)
+	}
+	return nil
+}
+
+// startAll starts every app of the manifest (mode run).
+func (sv *supervisor) startAll() error {
+	if len(sv.manifest.Apps) == 0 {
+		return fmt.Errorf("pod %s has no apps to run", sv.manifest.UUID)
+	}
+	for _, am := range sv.manifest.Apps {
+		if err := sv.startApp(am.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appExited is called by every app after its exit was recorded; in mode run
+// the supervisor ends when no app runs any more.
+func (sv *supervisor) appExited() {
+	if sv.mode != modeRun {
+		return
+	}
+	sv.mu.Lock()
+	stopping := sv.stopping
+	sv.mu.Unlock()
+	if stopping {
+		return
+	}
+	for _, a := range sv.snapshot() {
+		a.mu.Lock()
+		r := a.running()
+		a.mu.Unlock()
+		if r {
+			return
+		}
+	}
+	sv.finish()
+}
+
+// finish makes runSupervisor return; sv.mu must be held or irrelevant.
+func (sv *supervisor) finish() { sv.doneOnce.Do(func() { close(sv.done) }) }
+
+// shutdown stops every app with the grace period and ends the supervisor.
+func (sv *supervisor) shutdown(grace time.Duration) {
+	sv.stopAll(grace)
+	sv.finish()
+}
+
+// stopAll stops every app in parallel with the grace period; no app may
+// start afterwards.
+func (sv *supervisor) stopAll(grace time.Duration) {
+	sv.mu.Lock()
+	sv.stopping = true
+	sv.mu.Unlock()
+	apps := sv.snapshot()
+	var wg sync.WaitGroup
+	for _, a := range apps {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.stop(grace) }()
+	}
+	wg.Wait()
+}
+
+// cleanup releases what the pod holds: listener, pidns holder, containers,
+// cgroups and runc state.
+func (sv *supervisor) cleanup() { sv.cleanupOnce.Do(sv.doCleanup) }
+
+func (sv *supervisor) doCleanup() {
+	if sv.listener != nil {
+		sv.listener.Close()
+	}
+	os.Remove(filepath.Join(sv.podDir, schema.Stage1Socket))
+	sv.mu.Lock()
+	sv.stopping = true
+	sv.mu.Unlock()
+	for _, a := range sv.snapshot() {
+		a.stop(0)
+	}
+	if sv.pidns != nil {
+		sv.pidns.stop()
+	}
+	if sv.manifest != nil {
+		if err := cleanupPod(sv.podDir, sv.manifest); err != nil {
+			logf("cleanup: %v", err)
+		}
+	}
+}
