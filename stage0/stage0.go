@@ -15,7 +15,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/buildinfo"
+	"github.com/rkt/rkt/store"
 )
 
 // DefaultCgroupParent is the cgroup under which pods are created when
@@ -24,13 +26,13 @@ const DefaultCgroupParent = "/rkt"
 
 // Config configures a Runtime.
 type Config struct {
-	DataDir       string      // rkt data directory (--dir); pods live in <DataDir>/pods
-	Stage1Path    string      // stage1 binary; empty: DefaultStage1Path()
-	Images        ImageSource // resolves image references (see StoreImages)
-	CNIConfDir    string      // named CNI networks; empty: buildinfo.CNIConfDir
-	CNIPluginDirs []string    // CNI plugin directories; empty: buildinfo.PluginDirs()
-	CgroupParent  string      // default cgroup parent of pods; empty: DefaultCgroupParent
-	Debug         bool        // run stage1 with --debug
+	DataDir      string            // rkt data directory (--dir); pods live in <DataDir>/pods
+	Stage1Path   string            // stage1 binary; empty: DefaultStage1Path()
+	Store        *store.Store      // the image store; used through StoreImages when Images is nil
+	Images       ImageSource       // resolves image references; overrides Store (tests)
+	Net          networking.Config // CNI configuration; Net.DataDir defaults to DataDir
+	CgroupParent string            // default cgroup parent of pods; empty: DefaultCgroupParent
+	Debug        bool              // run stage1 with --debug
 	// Logf receives debug messages; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -68,11 +70,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Stage1Path == "" {
 		cfg.Stage1Path = DefaultStage1Path()
 	}
-	if cfg.CNIConfDir == "" {
-		cfg.CNIConfDir = buildinfo.CNIConfDir
+	if cfg.Images == nil && cfg.Store != nil {
+		cfg.Images = StoreImages(cfg.Store)
 	}
-	if len(cfg.CNIPluginDirs) == 0 {
-		cfg.CNIPluginDirs = buildinfo.PluginDirs()
+	if cfg.Net.DataDir == "" {
+		cfg.Net.DataDir = cfg.DataDir
 	}
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = DefaultCgroupParent

@@ -1,0 +1,53 @@
+package stage0
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// materializeApp mounts the app's rootfs and writes its runtime spec for the
+// pod's current (final) directory.
+func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) error {
+	idx := appIndex(pm, name)
+	if idx < 0 {
+		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
+	}
+	rec, err := readAppRecord(p, name)
+	if err != nil {
+		return err
+	}
+	dir := p.appDir(name)
+	if err := mountRootfs(dir, rec.Image.Layers); err != nil {
+		return fmt.Errorf("app %q: %w", name, err)
+	}
+	for _, v := range pm.Volumes {
+		if v.Kind == "empty" || v.Kind == "" {
+			if err := os.MkdirAll(filepath.Join(p.dir, podVolumesDir, v.Name), 0o777); err != nil {
+				return fmt.Errorf("cannot create volume %q: %w", v.Name, err)
+			}
+		}
+	}
+	targetPID := 0
+	if rec.Options.PIDMode == NamespaceTarget {
+		st, err := control.ReadAppStatus(p.dir, rec.Options.PIDTarget)
+		if err != nil || st.State != schema.AppRunning {
+			return fmt.Errorf("app %q: PID namespace target %q is not running: %w", name, rec.Options.PIDTarget, ErrInvalid)
+		}
+		targetPID = st.Pid
+	}
+	spec, err := buildSpec(specInput{
+		pod: pm, podDir: p.dir, app: pm.Apps[idx], image: &rec.Image, opts: rec.Options,
+		rootfs: filepath.Join(dir, schema.AppRootfsDir), targetPID: targetPID,
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, schema.AppSpecFile), spec); err != nil {
+		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
+	}
+	return nil
+}

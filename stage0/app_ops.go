@@ -1,0 +1,346 @@
+package stage0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// defaultStopTimeout is the grace period when none is given.
+const defaultStopTimeout = 10 * time.Second
+
+// runningPod finds a pod and checks that its supervisor runs.
+func (r *Runtime) runningPod(uuid string) (*pod, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.podState()
+	if err != nil {
+		return nil, err
+	}
+	if st != PodRunning {
+		return nil, fmt.Errorf("pod %s is %s: %w", p.uuid, st, ErrNotRunning)
+	}
+	return p, nil
+}
+
+// client dials the supervisor of a running pod.
+func (r *Runtime) client(uuid string) (*pod, *control.Client, error) {
+	p, err := r.runningPod(uuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := control.Dial(p.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod %s: %w", p.uuid, err)
+	}
+	return p, c, nil
+}
+
+// appErr maps control errors to stage0's.
+func appErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, control.ErrAppNotFound):
+		return fmt.Errorf("%w: %w", ErrAppNotFound, err)
+	case errors.Is(err, control.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case errors.Is(err, control.ErrNoSupervisor):
+		return fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return err
+}
+
+func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (string, error) {
+	p, err := r.runningPod(uuid)
+	if err != nil {
+		return "", err
+	}
+	ml, err := lockManifest(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	defer ml.Close()
+	pm, name, err := r.addAppRecord(ctx, p, opts)
+	if err != nil {
+		return "", err
+	}
+	if err := r.materializeApp(p, pm, name); err != nil {
+		r.dropApp(p, name)
+		return "", err
+	}
+	return name, nil
+}
+
+// dropApp removes an app from the manifest and deletes its directory. The
+// caller holds the manifest lock.
+func (r *Runtime) dropApp(p *pod, name string) error {
+	pm, err := p.readManifest()
+	if err != nil {
+		return err
+	}
+	if i := appIndex(pm, name); i >= 0 {
+		pm.Apps = append(pm.Apps[:i], pm.Apps[i+1:]...)
+		if err := p.writeManifest(pm); err != nil {
+			return err
+		}
+	}
+	return removePodDir(p.appDir(name))
+}
+
+// findApp resolves an app name; empty means the pod's only app.
+func findApp(p *pod, name string) (string, error) {
+	pm, err := p.readManifest()
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		if len(pm.Apps) != 1 {
+			return "", fmt.Errorf("pod %s has %d apps: name one: %w", p.uuid, len(pm.Apps), ErrInvalid)
+		}
+		return pm.Apps[0].Name, nil
+	}
+	if appIndex(pm, name) < 0 {
+		return "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
+	}
+	return name, nil
+}
+
+func (r *Runtime) startApp(ctx context.Context, uuid, app string) error {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	return appErr(c.StartApp(ctx, app))
+}
+
+func (r *Runtime) stopApp(ctx context.Context, uuid, app string, opts StopOptions) error {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	st, err := p.podState()
+	if err != nil {
+		return err
+	}
+	if st != PodRunning {
+		return nil // nothing runs in a pod without a supervisor
+	}
+	c, err := control.Dial(p.dir)
+	if err != nil {
+		if errors.Is(err, control.ErrNoSupervisor) {
+			return nil
+		}
+		return err
+	}
+	timeout := opts.Timeout
+	if opts.Force {
+		timeout = 0
+	} else if timeout <= 0 {
+		timeout = defaultStopTimeout
+	}
+	err = appErr(c.StopApp(ctx, app, timeout))
+	if errors.Is(err, ErrAppNotFound) {
+		return nil // never started
+	}
+	return err
+}
+
+func (r *Runtime) removeApp(ctx context.Context, uuid, app string) error {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	ml, err := lockManifest(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer ml.Close()
+	if st, err := p.podState(); err == nil && st == PodRunning {
+		if c, err := control.Dial(p.dir); err == nil {
+			if err := appErr(c.StopApp(ctx, app, defaultStopTimeout)); err != nil && !errors.Is(err, ErrAppNotFound) {
+				return err
+			}
+			if err := appErr(c.RemoveApp(ctx, app)); err != nil && !errors.Is(err, ErrAppNotFound) {
+				return err
+			}
+		}
+	}
+	return r.dropApp(p, app)
+}
+
+func (r *Runtime) manifest(uuid string) (*schema.PodManifest, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, err
+	}
+	return p.readManifest()
+}
+
+func (r *Runtime) appSpec(uuid, app string) (*specs.Spec, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(p.appDir(app), schema.AppSpecFile))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
+	}
+	var s specs.Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("cannot parse the runtime spec of app %q: %w", app, err)
+	}
+	return &s, nil
+}
+
+func (r *Runtime) exec(ctx context.Context, uuid string, o ExecOptions) (int, error) {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return -1, err
+	}
+	app, err := findApp(p, o.App)
+	if err != nil {
+		return -1, err
+	}
+	code, err := c.Exec(ctx, control.ExecRequest{
+		App: app, Args: o.Args, Env: o.Env, Cwd: o.Cwd, User: o.User, TTY: o.TTY,
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Resize: convertResize(ctx, o.Resize),
+	})
+	return code, appErr(err)
+}
+
+func (r *Runtime) attach(ctx context.Context, uuid string, o AttachOptions) error {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return err
+	}
+	app, err := findApp(p, o.App)
+	if err != nil {
+		return err
+	}
+	return appErr(c.Attach(ctx, control.AttachRequest{
+		App: app, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY,
+		Resize: convertResize(ctx, o.Resize),
+	}))
+}
+
+// convertResize forwards TermSize values to the control client's type.
+func convertResize(ctx context.Context, in <-chan TermSize) <-chan control.TermSize {
+	if in == nil {
+		return nil
+	}
+	out := make(chan control.TermSize)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sz, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case out <- control.TermSize{Width: sz.Width, Height: sz.Height}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func (r *Runtime) updateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	return appErr(c.UpdateResources(ctx, app, res))
+}
+
+func (r *Runtime) appStats(ctx context.Context, uuid, app string) (*AppStats, error) {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return nil, err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return nil, err
+	}
+	s, err := c.Stats(ctx, app)
+	if err != nil {
+		return nil, appErr(err)
+	}
+	return &AppStats{
+		Timestamp: s.Timestamp, CPUUsageNanos: s.CPUUsageNanos, MemoryUsage: s.MemoryUsage,
+		MemoryWorkingSet: s.MemoryWorkingSet, MemoryLimit: s.MemoryLimit, Pids: s.Pids,
+	}, nil
+}
+
+func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := c.Status(ctx)
+	if err != nil {
+		return nil, appErr(err)
+	}
+	total := &AppStats{Timestamp: time.Now()}
+	for _, st := range sts {
+		if st.State != schema.AppRunning {
+			continue
+		}
+		s, err := c.Stats(ctx, st.Name)
+		if err != nil {
+			if errors.Is(err, control.ErrAppNotRunning) {
+				continue
+			}
+			return nil, fmt.Errorf("pod %s: %w", p.uuid, appErr(err))
+		}
+		total.CPUUsageNanos += s.CPUUsageNanos
+		total.MemoryUsage += s.MemoryUsage
+		total.MemoryWorkingSet += s.MemoryWorkingSet
+		total.MemoryLimit += s.MemoryLimit
+		total.Pids += s.Pids
+		total.Timestamp = s.Timestamp
+	}
+	return total, nil
+}
+
+func (r *Runtime) reopenAppLog(ctx context.Context, uuid, app string) error {
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return err
+	}
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	return appErr(c.ReopenLog(ctx, app))
+}

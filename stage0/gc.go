@@ -1,0 +1,94 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/rkt/rkt/pkg/lock"
+)
+
+// Defaults of GCOptions, as in rkt.
+const (
+	DefaultGCGracePeriod  = 30 * time.Minute
+	DefaultExpirePrepared = 24 * time.Hour
+)
+
+func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
+	res := &GCResult{Errors: map[string]error{}}
+	pods, err := r.allPods()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, p := range pods {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		collected, removed, err := r.gcPod(ctx, p, opts, now)
+		if err != nil {
+			res.Errors[p.uuid] = err
+			r.cfg.Logf("gc: pod %s: %v", p.uuid, err)
+		}
+		if collected {
+			res.Collected = append(res.Collected, p.uuid)
+		}
+		if removed {
+			res.Removed = append(res.Removed, p.uuid)
+		}
+	}
+	return res, nil
+}
+
+// gcPod moves one pod forward in its lifecycle if it is due.
+func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Time) (collected, removed bool, err error) {
+	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if errors.Is(err, lock.ErrLocked) {
+		return false, false, nil // running, preparing or being deleted
+	}
+	if err != nil {
+		if _, serr := os.Stat(p.dir); serr != nil {
+			return false, false, nil // gone meanwhile
+		}
+		return false, false, err
+	}
+	defer l.Close()
+	if _, err := os.Stat(p.dir); err != nil {
+		return false, false, nil // moved before we locked it
+	}
+	fi, err := os.Stat(p.dir)
+	if err != nil {
+		return false, false, err
+	}
+	age := now.Sub(fi.ModTime())
+	switch p.state {
+	case dirRun: // exited: release its resources, keep it for the grace period
+		if err := r.cleanup(ctx, p); err != nil {
+			return false, false, err
+		}
+		if err := r.move(p, dirExitedGarbage); err != nil {
+			return false, false, err
+		}
+		os.Chtimes(p.dir, now, now)
+		collected = true
+		if opts.GracePeriod > 0 {
+			return collected, false, nil
+		}
+	case dirExitedGarbage:
+		if age < opts.GracePeriod {
+			return false, false, nil
+		}
+	case dirPrepared:
+		if age < opts.ExpirePrepared {
+			return false, false, nil
+		}
+	case dirPrepare, dirGarbage: // aborted prepare or interrupted deletion
+	default:
+		return false, false, nil
+	}
+	if err := r.destroy(ctx, p); err != nil {
+		return collected, false, err
+	}
+	return true, true, nil
+}

@@ -1,0 +1,242 @@
+package stage0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// appRecordFile is stage0's own record of an app (options and image), from
+// which the runtime spec is (re)built once the pod has its final location.
+const appRecordFile = "stage0.json"
+
+// manifestLockFile serializes changes of the pod manifest (apps added and
+// removed while stage1 holds the pod lock).
+const manifestLockFile = "manifest.lock"
+
+// appRecord is what stage0 keeps about an app besides the manifest.
+type appRecord struct {
+	Options AppOptions `json:"options"`
+	Image   Image      `json:"image"`
+}
+
+var appNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$`)
+
+// createPod makes a new pod directory in prepare/, locked, with its
+// manifest (no apps yet).
+func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodManifest, error) {
+	if err := r.ensureDirs(); err != nil {
+		return nil, nil, nil, err
+	}
+	uuid := strings.ToLower(opts.UUID)
+	if uuid == "" {
+		var err error
+		if uuid, err = newUUID(); err != nil {
+			return nil, nil, nil, err
+		}
+	} else if !uuidRe.MatchString(uuid) {
+		return nil, nil, nil, fmt.Errorf("invalid pod UUID %q: %w", opts.UUID, ErrInvalid)
+	}
+	if _, err := r.findPod(uuid); err == nil {
+		return nil, nil, nil, fmt.Errorf("pod %s already exists: %w", uuid, ErrInvalid)
+	}
+	if err := checkNet(opts); err != nil {
+		return nil, nil, nil, err
+	}
+	// Create and lock the directory under a name GC ignores, then rename it
+	// into place, so that nobody sees it unlocked.
+	p := r.podAt(dirPrepare, uuid)
+	tmp := filepath.Join(r.stateDir(dirPrepare), ".new-"+uuid)
+	if err := os.Mkdir(tmp, 0o711); err != nil {
+		return nil, nil, nil, fmt.Errorf("cannot create pod directory: %w", err)
+	}
+	l, err := lock.TryExclusive(tmp, lock.Dir)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, nil, fmt.Errorf("cannot lock new pod %s: %w", uuid, err)
+	}
+	if err := os.Rename(tmp, p.dir); err != nil {
+		l.Close()
+		os.RemoveAll(tmp)
+		return nil, nil, nil, fmt.Errorf("cannot create pod directory: %w", err)
+	}
+	hostname := opts.Hostname
+	if hostname == "" {
+		hostname = "rkt-" + uuid
+	}
+	cgParent := opts.CgroupParent
+	if cgParent == "" {
+		cgParent = r.cfg.CgroupParent
+	}
+	net := opts.Net
+	if net == "" {
+		net = networking.NetDefault
+	}
+	pm := &schema.PodManifest{
+		Version:      schema.Version,
+		UUID:         uuid,
+		Apps:         []schema.App{},
+		Hostname:     hostname,
+		DNS:          opts.DNS,
+		Net:          net,
+		Ports:        opts.Ports,
+		Volumes:      opts.Volumes,
+		SharedPID:    opts.SharedPID,
+		HostPID:      opts.HostPID,
+		HostIPC:      opts.HostIPC,
+		Sysctls:      opts.Sysctls,
+		CgroupParent: cgParent,
+		Annotations:  copyMap(opts.Annotations),
+		CreatedAt:    time.Now().UTC(),
+	}
+	if err := os.MkdirAll(filepath.Join(p.dir, schema.AppsDir), 0o711); err != nil {
+		l.Close()
+		os.RemoveAll(p.dir)
+		return nil, nil, nil, fmt.Errorf("cannot create apps directory of pod %s: %w", uuid, err)
+	}
+	if err := p.writeManifest(pm); err != nil {
+		l.Close()
+		os.RemoveAll(p.dir)
+		return nil, nil, nil, err
+	}
+	return p, l, pm, nil
+}
+
+func checkNet(opts PodOptions) error {
+	for _, v := range opts.Volumes {
+		if !appNameRe.MatchString(v.Name) {
+			return fmt.Errorf("invalid volume name %q: %w", v.Name, ErrInvalid)
+		}
+	}
+	if opts.Net == networking.NetHost && opts.SharedPID && opts.HostPID {
+		return fmt.Errorf("a pod cannot have both a shared and the host PID namespace: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// defaultAppName derives an app name from an image name:
+// docker.io/library/busybox:latest -> busybox.
+func defaultAppName(image string) string {
+	n := image
+	if i := strings.LastIndex(n, "/"); i >= 0 {
+		n = n[i+1:]
+	}
+	if i := strings.IndexAny(n, ":@"); i >= 0 {
+		n = n[:i]
+	}
+	n = strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			return c
+		}
+		return '-'
+	}, n)
+	n = strings.TrimLeft(n, "-_.")
+	if n == "" {
+		n = "app"
+	}
+	return n
+}
+
+// addAppRecord resolves the app's image, creates its directory, records it
+// and appends it to the manifest. The caller holds the manifest lock.
+func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*schema.PodManifest, string, error) {
+	if r.cfg.Images == nil {
+		return nil, "", errors.New("stage0: no image source configured")
+	}
+	if opts.Image == "" {
+		return nil, "", fmt.Errorf("app %q: no image given: %w", opts.Name, ErrInvalid)
+	}
+	img, err := r.cfg.Images.AppImage(ctx, opts.Image)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot resolve image %q: %w", opts.Image, err)
+	}
+	pm, err := p.readManifest()
+	if err != nil {
+		return nil, "", err
+	}
+	name := opts.Name
+	if name == "" {
+		base := defaultAppName(img.Name)
+		name = base
+		for i := 2; appIndex(pm, name) >= 0; i++ {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+	}
+	if !appNameRe.MatchString(name) {
+		return nil, "", fmt.Errorf("invalid app name %q: %w", name, ErrInvalid)
+	}
+	if appIndex(pm, name) >= 0 {
+		return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
+	}
+	opts.Name = name
+	dir := p.appDir(name)
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
+		}
+		return nil, "", fmt.Errorf("cannot create app directory: %w", err)
+	}
+	rec := appRecord{Options: opts, Image: *img}
+	app := schema.App{
+		Name:        name,
+		Image:       schema.AppImage{Name: img.Name, ID: img.ID, Layers: img.Layers},
+		Annotations: copyMap(opts.Annotations),
+		LogPath:     opts.LogPath,
+		Stdin:       opts.Stdin,
+		StdinOnce:   opts.StdinOnce,
+		TTY:         opts.TTY,
+		CreatedAt:   time.Now().UTC(),
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, appRecordFile), &rec); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("cannot record app %q: %w", name, err)
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, schema.AppManifestFile), &app); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("cannot write manifest of app %q: %w", name, err)
+	}
+	pm.Apps = append(pm.Apps, app)
+	if err := p.writeManifest(pm); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return pm, name, nil
+}
+
+func appIndex(pm *schema.PodManifest, name string) int {
+	for i, a := range pm.Apps {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func readAppRecord(p *pod, name string) (*appRecord, error) {
+	b, err := os.ReadFile(filepath.Join(p.appDir(name), appRecordFile))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the record of app %q: %w", name, err)
+	}
+	var rec appRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("cannot parse the record of app %q: %w", name, err)
+	}
+	return &rec, nil
+}
+
+// lockManifest serializes manifest changes of a pod.
+func lockManifest(ctx context.Context, p *pod) (*lock.FileLock, error) {
+	return lock.Exclusive(ctx, filepath.Join(p.dir, manifestLockFile), lock.RegFile)
+}

@@ -1,0 +1,79 @@
+package stage0
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// writeEtcFiles writes the pod's hosts, hostname and resolv.conf, which
+// every app bind-mounts.
+func writeEtcFiles(p *pod, pm *schema.PodManifest, net *networking.Result) error {
+	hostNet := pm.Net == networking.NetHost
+	hostname := pm.Hostname
+	if hostNet {
+		if h, err := os.Hostname(); err == nil {
+			hostname = h
+		}
+	}
+	var hosts strings.Builder
+	if hostNet {
+		if b, err := os.ReadFile("/etc/hosts"); err == nil {
+			hosts.Write(b)
+		}
+	} else {
+		hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+		for _, ip := range net.PodIPs() {
+			fmt.Fprintf(&hosts, "%s\t%s\n", ip, hostname)
+		}
+	}
+	resolv, err := resolvConf(pm.DNS, net)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data string
+	}{
+		{podHostsFile, hosts.String()},
+		{podHostnameFile, hostname + "\n"},
+		{podResolvFile, resolv},
+	} {
+		if err := writeFileAtomic(filepath.Join(p.dir, f.name), []byte(f.data), 0o644); err != nil {
+			return fmt.Errorf("cannot write %s of pod %s: %w", f.name, p.uuid, err)
+		}
+	}
+	return nil
+}
+
+// resolvConf is the pod's resolv.conf: the DNS asked for, else what the
+// networks returned, else the host's.
+func resolvConf(dns *schema.DNS, net *networking.Result) (string, error) {
+	d := dns
+	if d == nil || (len(d.Servers) == 0 && len(d.Searches) == 0 && len(d.Options) == 0) {
+		nd := net.DNS()
+		d = &nd
+	}
+	if len(d.Servers) == 0 && len(d.Searches) == 0 && len(d.Options) == 0 {
+		b, err := os.ReadFile("/etc/resolv.conf")
+		if err != nil && !os.IsNotExist(err) {
+			return "", fmt.Errorf("cannot read the host's resolv.conf: %w", err)
+		}
+		return string(b), nil
+	}
+	var s strings.Builder
+	for _, srv := range d.Servers {
+		fmt.Fprintf(&s, "nameserver %s\n", srv)
+	}
+	if len(d.Searches) > 0 {
+		fmt.Fprintf(&s, "search %s\n", strings.Join(d.Searches, " "))
+	}
+	if len(d.Options) > 0 {
+		fmt.Fprintf(&s, "options %s\n", strings.Join(d.Options, " "))
+	}
+	return s.String(), nil
+}

@@ -1,0 +1,131 @@
+package stage0
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/lock"
+)
+
+// cleanupTimeout bounds the cleanup after a failed start.
+const cleanupTimeout = 60 * time.Second
+
+// prepareLocked creates a pod with its apps in prepare/ and returns it still
+// locked. On error nothing is left behind.
+func (r *Runtime) prepareLocked(ctx context.Context, opts PrepareOptions) (*pod, *lock.FileLock, error) {
+	if len(opts.Apps) == 0 {
+		return nil, nil, fmt.Errorf("a pod needs at least one app: %w", ErrInvalid)
+	}
+	p, l, _, err := r.createPod(opts.PodOptions)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range opts.Apps {
+		if _, _, err := r.addAppRecord(ctx, p, a); err != nil {
+			removePodDir(p.dir)
+			l.Close()
+			return nil, nil, err
+		}
+	}
+	return p, l, nil
+}
+
+func (r *Runtime) prepare(ctx context.Context, opts PrepareOptions) (string, error) {
+	p, l, err := r.prepareLocked(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	if err := r.move(p, dirPrepared); err != nil {
+		removePodDir(p.dir)
+		return "", err
+	}
+	return p.uuid, nil
+}
+
+func (r *Runtime) run(ctx context.Context, opts PrepareOptions) (string, error) {
+	p, l, err := r.prepareLocked(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	if err := r.move(p, dirPrepared); err != nil {
+		removePodDir(p.dir)
+		return "", err
+	}
+	return p.uuid, r.startPod(ctx, p, l, modeRun)
+}
+
+func (r *Runtime) runPrepared(ctx context.Context, uuid string, mode stage1Mode) error {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return err
+	}
+	if p.state != dirPrepared {
+		return fmt.Errorf("pod %s is not prepared (it is in %s): %w", p.uuid, p.state, ErrInvalidState)
+	}
+	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if err != nil {
+		return fmt.Errorf("cannot lock pod %s: %w", p.uuid, err)
+	}
+	defer l.Close()
+	if p, err = r.refind(p); err != nil || p.state != dirPrepared {
+		return fmt.Errorf("pod %s was moved by someone else: %w", uuid, ErrInvalidState)
+	}
+	return r.startPod(ctx, p, l, mode)
+}
+
+func (r *Runtime) sandbox(ctx context.Context, opts PodOptions) (string, error) {
+	p, l, _, err := r.createPod(opts)
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return p.uuid, r.startPod(ctx, p, l, modeSandbox)
+}
+
+// startPod moves a locked pod to run/, sets up its network, mounts and
+// specs its apps and starts stage1, which inherits the lock. On failure the
+// pod's resources are released and it stays in run/ as exited.
+func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode stage1Mode) error {
+	if err := r.move(p, dirRun); err != nil {
+		return err
+	}
+	err := r.startMoved(ctx, p, l, mode)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if cerr := r.cleanup(cctx, p); cerr != nil {
+			return fmt.Errorf("%w (and releasing its resources failed: %v)", err, cerr)
+		}
+	}
+	return err
+}
+
+func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode stage1Mode) error {
+	pm, err := p.readManifest()
+	if err != nil {
+		return err
+	}
+	net, err := networking.Setup(ctx, r.cfg.Net, networking.PodNet{
+		UUID: p.uuid, Dir: p.dir, Net: pm.Net, Ports: pm.Ports, DNS: pm.DNS,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
+	}
+	if err := writeEtcFiles(p, pm, net); err != nil {
+		return err
+	}
+	for _, a := range pm.Apps {
+		if err := r.materializeApp(p, pm, a.Name); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(p.dir + "/" + cleanedFile); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return r.startStage1(ctx, p, pm, l, mode)
+}

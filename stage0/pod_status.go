@@ -1,0 +1,185 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// reasonSupervisorDied is reported for apps whose supervisor died while
+// they ran (stage1 gc records the same).
+const reasonSupervisorDied = "SupervisorDied"
+
+func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, err
+	}
+	return r.podStatus(p)
+}
+
+func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
+	pods, err := r.allPods()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*PodStatus, 0, len(pods))
+	for _, p := range pods {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		st, err := r.podStatus(p)
+		if err != nil {
+			if errors.Is(err, ErrPodNotFound) {
+				continue // removed or moved while we listed
+			}
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// podStatus reads a pod's state from its directory, lock and status files.
+func (r *Runtime) podStatus(p *pod) (*PodStatus, error) {
+	for attempt := 0; ; attempt++ {
+		st, err := p.podState()
+		if err == nil {
+			ps, err := buildStatus(p, st)
+			if err == nil {
+				return ps, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+		// the pod moved (or vanished) under us: look again
+		if attempt == 3 {
+			return nil, fmt.Errorf("pod %s: %w", p.uuid, ErrPodNotFound)
+		}
+		if p, err = r.findPod(p.uuid); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func buildStatus(p *pod, state PodState) (*PodStatus, error) {
+	if _, err := os.Stat(p.dir); err != nil {
+		return nil, err
+	}
+	ps := &PodStatus{UUID: p.uuid, State: state, Dir: p.dir}
+	pm, err := p.readManifest()
+	if err != nil {
+		if (state == PodPreparing || state == PodAbortedPrepare || state == PodGarbage || state == PodDeleting) && errors.Is(err, fs.ErrNotExist) {
+			ps.State = PodEmbryo
+			return ps, nil
+		}
+		return nil, err
+	}
+	ps.Manifest = pm
+	ps.CreatedAt = pm.CreatedAt
+	running := state == PodRunning
+	if fi, err := os.Stat(filepath.Join(p.dir, schema.Stage1PIDFile)); err == nil {
+		ps.StartedAt = fi.ModTime()
+		if running {
+			ps.Stage1PID = stage1PID(p)
+		}
+	}
+	for _, a := range pm.Apps {
+		as := AppStatus{App: a, ImageRef: a.Image.Name, LogPath: a.LogPath}
+		if as.LogPath == "" {
+			as.LogPath = filepath.Join(p.appDir(a.Name), schema.AppDefaultLog)
+		} else if !filepath.IsAbs(as.LogPath) {
+			as.LogPath = filepath.Join(p.appDir(a.Name), as.LogPath)
+		}
+		st, err := control.ReadAppStatus(p.dir, a.Name)
+		switch {
+		case err == nil:
+			as.AppStatus = *st
+		case errors.Is(err, fs.ErrNotExist):
+			as.AppStatus = schema.AppStatus{Name: a.Name, State: schema.AppCreated, CreatedAt: a.CreatedAt}
+		default:
+			as.AppStatus = schema.AppStatus{Name: a.Name, State: schema.AppUnknown, CreatedAt: a.CreatedAt, Message: err.Error()}
+		}
+		if !running && as.State == schema.AppRunning {
+			// the supervisor died without recording the end: its apps died with it
+			as.State = schema.AppExited
+			as.Reason = reasonSupervisorDied
+			as.Signal = "SIGKILL"
+			as.ExitCode = 137
+			as.Pid = 0
+		}
+		if as.State == schema.AppExited {
+			if as.ExitCode != 0 && ps.ExitCode == 0 {
+				ps.ExitCode = as.ExitCode
+			}
+			if as.FinishedAt.After(ps.FinishedAt) {
+				ps.FinishedAt = as.FinishedAt
+			}
+		}
+		ps.Apps = append(ps.Apps, as)
+	}
+	if running {
+		ps.FinishedAt = time.Time{}
+	} else if ps.FinishedAt.IsZero() && !ps.StartedAt.IsZero() {
+		if fi, err := os.Stat(filepath.Join(p.dir, cleanedFile)); err == nil {
+			ps.FinishedAt = fi.ModTime()
+		}
+	}
+	if res, err := networking.Load(p.dir); err == nil {
+		for _, n := range res.Networks {
+			ns := NetworkStatus{Name: n.Name, Interface: n.IfName}
+			for _, ip := range n.IPs {
+				ns.IPs = append(ns.IPs, ip.Address)
+				if ns.Gateway == "" {
+					ns.Gateway = ip.Gateway
+				}
+			}
+			ps.Networks = append(ps.Networks, ns)
+		}
+	}
+	return ps, nil
+}
+
+func (r *Runtime) wait(ctx context.Context, uuid string) (*PodStatus, error) {
+	for {
+		p, err := r.findPod(uuid)
+		if err != nil {
+			return nil, err
+		}
+		st, err := p.podState()
+		if err != nil {
+			return nil, err
+		}
+		switch st {
+		case PodRunning:
+			// block on the lock until the supervisor releases it
+			l, err := lock.New(p.dir, lock.Dir)
+			if err != nil {
+				continue
+			}
+			err = l.SharedLock(ctx)
+			l.Close()
+			if err != nil {
+				return nil, err
+			}
+		case PodEmbryo, PodPreparing, PodPrepared:
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		default:
+			return r.podStatus(p)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// supervisorExitTimeout bounds the wait for stage1 to exit beyond the apps'
+// grace period.
+const supervisorExitTimeout = 30 * time.Second
+
+func (r *Runtime) stop(ctx context.Context, uuid string, opts StopOptions) error {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return err
+	}
+	st, err := p.podState()
+	if err != nil {
+		return err
+	}
+	switch st {
+	case PodRunning:
+		if err := r.stopSupervisor(ctx, p, opts); err != nil {
+			return err
+		}
+	case PodExited:
+	case PodPrepared, PodPreparing, PodAbortedPrepare, PodEmbryo:
+		return fmt.Errorf("pod %s is %s: %w", p.uuid, st, ErrNotRunning)
+	default:
+		return nil // exited garbage or garbage: already stopped and released
+	}
+	l, err := lock.Exclusive(ctx, p.dir, lock.Dir)
+	if err != nil {
+		return fmt.Errorf("pod %s: waiting for stage1 to exit: %w", p.uuid, err)
+	}
+	defer l.Close()
+	if p, err = r.refind(p); err != nil {
+		return err
+	}
+	if p.state != dirRun {
+		return nil
+	}
+	return r.cleanup(ctx, p)
+}
+
+// stopSupervisor asks stage1 to stop its apps and exit (or kills it with
+// Force) and waits until it released the pod lock.
+func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) error {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = defaultStopTimeout
+	}
+	killed := false
+	if !opts.Force {
+		c, err := control.Dial(p.dir)
+		if err == nil {
+			sctx, cancel := context.WithTimeout(ctx, timeout+supervisorExitTimeout)
+			err = c.Shutdown(sctx, timeout)
+			cancel()
+		}
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("cannot stop pod %s: %w", p.uuid, err)
+		}
+		if err != nil {
+			r.cfg.Logf("pod %s: shutdown failed (%v), killing stage1", p.uuid, err)
+			killed = r.killSupervisor(p)
+		}
+	} else {
+		killed = r.killSupervisor(p)
+	}
+	wctx, cancel := context.WithTimeout(ctx, supervisorExitTimeout)
+	defer cancel()
+	l, err := lock.Exclusive(wctx, p.dir, lock.Dir)
+	if err != nil && !killed {
+		r.killSupervisor(p)
+		l, err = lock.Exclusive(wctx, p.dir, lock.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("pod %s: stage1 did not exit: %w", p.uuid, err)
+	}
+	return l.Close()
+}
+
+// killSupervisor SIGKILLs the pod's stage1; its apps die with it.
+func (r *Runtime) killSupervisor(p *pod) bool {
+	pid := stage1PID(p)
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, syscall.SIGKILL)
+	return err == nil || errors.Is(err, syscall.ESRCH)
+}
+
+func (r *Runtime) remove(ctx context.Context, uuid string, force bool) error {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return err
+	}
+	st, err := p.podState()
+	if err != nil {
+		return err
+	}
+	switch st {
+	case PodRunning:
+		if !force {
+			return fmt.Errorf("pod %s is running: stop it first: %w", p.uuid, ErrInvalidState)
+		}
+		if err := r.stop(ctx, p.uuid, StopOptions{}); err != nil {
+			return err
+		}
+	case PodPreparing, PodDeleting:
+		return fmt.Errorf("pod %s is %s: %w", p.uuid, st, ErrInvalidState)
+	}
+	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if err != nil {
+		if p2, ferr := r.findPod(p.uuid); ferr == nil {
+			l, err = lock.TryExclusive(p2.dir, lock.Dir)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot lock pod %s: %w", p.uuid, err)
+		}
+	}
+	defer l.Close()
+	if p, err = r.refind(p); err != nil {
+		return err
+	}
+	return r.destroy(ctx, p)
+}
+
+// destroy releases a locked pod's resources, moves it to garbage and
+// deletes it.
+func (r *Runtime) destroy(ctx context.Context, p *pod) error {
+	if p.state != dirPrepared {
+		if err := r.cleanup(ctx, p); err != nil {
+			return err
+		}
+	}
+	if p.state != dirGarbage {
+		if err := r.move(p, dirGarbage); err != nil {
+			return err
+		}
+	}
+	return removePodDir(p.dir)
+}

@@ -1,0 +1,194 @@
+package stage0
+
+import (
+	"fmt"
+	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// defaultPath is the PATH of apps whose image sets none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// specInput is everything buildSpec needs to build an app's runtime spec.
+type specInput struct {
+	pod    *schema.PodManifest
+	podDir string // final (absolute) pod directory
+	app    schema.App
+	image  *Image
+	opts   AppOptions
+	rootfs string // mounted rootfs (to read /etc/passwd and /etc/group)
+	// targetPID is the pid whose PID namespace the app joins
+	// (NamespaceTarget), resolved by the caller.
+	targetPID int
+}
+
+// buildSpec builds the OCI runtime spec of one app from its image and
+// options.
+func buildSpec(in specInput) (*specs.Spec, error) {
+	o := in.opts
+	cfg := in.image.Config
+	if cfg == nil {
+		return nil, fmt.Errorf("image %s has no configuration", in.image.ID)
+	}
+	args, err := processArgs(cfg.Config.Entrypoint, cfg.Config.Cmd, o.Exec, o.Args)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	userSpec := o.User
+	if userSpec == "" {
+		userSpec = cfg.Config.User
+	}
+	usr, home, err := resolveUser(in.rootfs, userSpec, o.Group, o.SupplementaryGroups, o.StrictGroups)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	env := mergeEnv(cfg.Config.Env, o.Env)
+	if !hasEnv(env, "PATH") {
+		env = append(env, "PATH="+defaultPath)
+	}
+	if !hasEnv(env, "HOME") {
+		env = append(env, "HOME="+home)
+	}
+	if o.TTY && !hasEnv(env, "TERM") {
+		env = append(env, "TERM=xterm")
+	}
+	cwd := o.WorkingDir
+	if cwd == "" {
+		cwd = cfg.Config.WorkingDir
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("app %q: working directory %q is not absolute: %w", in.app.Name, cwd, ErrInvalid)
+	}
+	caps, err := capabilities(o)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	rlimits, err := rlimits(o.Rlimits)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	if err := checkLSM(o); err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+
+	s := &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			Terminal:        o.TTY,
+			User:            usr,
+			Args:            args,
+			Env:             env,
+			Cwd:             cwd,
+			Capabilities:    caps,
+			Rlimits:         rlimits,
+			NoNewPrivileges: o.NoNewPrivileges,
+			OOMScoreAdj:     o.OOMScoreAdj,
+		},
+		Root: &specs.Root{
+			Path:     filepath.Join(in.podDir, schema.AppsDir, in.app.Name, schema.AppRootfsDir),
+			Readonly: o.ReadonlyRootfs,
+		},
+		Annotations: copyMap(o.Annotations),
+		Linux: &specs.Linux{
+			CgroupsPath: cgroupsPath(in.pod, in.app.Name),
+			Sysctl:      mergeMaps(in.pod.Sysctls, o.Sysctls),
+			Resources:   &specs.LinuxResources{},
+		},
+	}
+	if o.Resources != nil {
+		res := *o.Resources
+		s.Linux.Resources = &res
+	}
+	s.Linux.Namespaces, err = namespaces(in.pod, o, in.targetPID)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	if err := addMounts(s, in); err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	if err := addDevices(s, o); err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	if !o.Privileged {
+		s.Linux.MaskedPaths = pathsOrDefault(o.MaskedPaths, defaultMaskedPaths)
+		s.Linux.ReadonlyPaths = pathsOrDefault(o.ReadonlyPaths, defaultReadonlyPaths)
+	}
+	if s.Linux.Seccomp, err = seccompFor(o); err != nil {
+		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
+	}
+	if len(s.Linux.Sysctl) == 0 {
+		s.Linux.Sysctl = nil
+	}
+	return s, nil
+}
+
+// processArgs combines the image's entrypoint and cmd with the overrides,
+// as Docker and the CRI do: an exec override drops the image's cmd too.
+func processArgs(entrypoint, cmd, exec, args []string) ([]string, error) {
+	var out []string
+	if len(exec) > 0 {
+		out = append(append(out, exec...), args...)
+	} else {
+		if len(args) == 0 {
+			args = cmd
+		}
+		if !(len(entrypoint) == 1 && entrypoint[0] == "") {
+			out = append(out, entrypoint...)
+		}
+		out = append(out, args...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no command: the image has no entrypoint or cmd and none was given: %w", ErrInvalid)
+	}
+	return out, nil
+}
+
+// cgroupsPath is <cgroup parent>/<pod uuid>/<app>.
+func cgroupsPath(pm *schema.PodManifest, app string) string {
+	parent := pm.CgroupParent
+	if parent == "" {
+		parent = DefaultCgroupParent
+	}
+	return filepath.Join("/", parent, pm.UUID, app)
+}
+
+// namespaces lists the app's namespaces; an empty path means the pod's (stage1
+// fills it in).
+func namespaces(pm *schema.PodManifest, o AppOptions, targetPID int) ([]specs.LinuxNamespace, error) {
+	ns := []specs.LinuxNamespace{{Type: specs.MountNamespace}}
+	hostNet := pm.Net == "host"
+	if !hostNet {
+		ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace}, specs.LinuxNamespace{Type: specs.UTSNamespace})
+	}
+	if !pm.HostIPC {
+		ns = append(ns, specs.LinuxNamespace{Type: specs.IPCNamespace})
+	}
+	// An empty pid path is the pod's shared PID namespace when the pod has
+	// one, else a new namespace for the app.
+	switch o.PIDMode {
+	case NamespacePod:
+		if !pm.HostPID {
+			ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace})
+		}
+	case NamespaceContainer:
+		if pm.SharedPID {
+			return nil, fmt.Errorf("an app of a pod with a shared PID namespace cannot have its own: %w", ErrInvalid)
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace})
+	case NamespaceNode:
+	case NamespaceTarget:
+		if targetPID <= 0 {
+			return nil, fmt.Errorf("PID namespace target %q is not running: %w", o.PIDTarget, ErrInvalid)
+		}
+		ns = append(ns, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: fmt.Sprintf("/proc/%d/ns/pid", targetPID)})
+	default:
+		return nil, fmt.Errorf("unknown PID namespace mode %d: %w", o.PIDMode, ErrInvalid)
+	}
+	return ns, nil
+}

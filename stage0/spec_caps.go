@@ -1,0 +1,139 @@
+package stage0
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// defaultCaps are the capabilities apps get by default (Docker's and
+// containerd's set).
+var defaultCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
+	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
+	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+}
+
+// allCaps are the Linux capabilities by number.
+var allCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+	"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+	"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+	"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+	"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+	"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
+	"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP",
+	"CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+	"CAP_CHECKPOINT_RESTORE",
+}
+
+// knownCaps returns the capabilities the running kernel supports.
+func knownCaps() []string {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return allCaps
+	}
+	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || last+1 > len(allCaps) || last < 0 {
+		return allCaps
+	}
+	return allCaps[:last+1]
+}
+
+// normalizeCap turns "net_admin", "NET_ADMIN" or "CAP_NET_ADMIN" into
+// "CAP_NET_ADMIN" and checks that it exists; "ALL" stays "ALL".
+func normalizeCap(c string) (string, error) {
+	c = strings.ToUpper(strings.TrimSpace(c))
+	if c == "ALL" {
+		return c, nil
+	}
+	if !strings.HasPrefix(c, "CAP_") {
+		c = "CAP_" + c
+	}
+	for _, k := range allCaps {
+		if k == c {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("unknown capability %q: %w", c, ErrInvalid)
+}
+
+// capabilities computes the app's capability sets.
+func capabilities(o AppOptions) (*specs.LinuxCapabilities, error) {
+	known := knownCaps()
+	var set []string
+	switch {
+	case o.Privileged:
+		set = append(set, known...)
+	case o.CapsRetain != nil:
+		for _, c := range o.CapsRetain {
+			n, err := normalizeCap(c)
+			if err != nil {
+				return nil, err
+			}
+			if n == "ALL" {
+				set = append(set, known...)
+				continue
+			}
+			set = append(set, n)
+		}
+	default:
+		set = append(set, defaultCaps...)
+	}
+	if !o.Privileged {
+		for _, c := range o.CapsAdd {
+			n, err := normalizeCap(c)
+			if err != nil {
+				return nil, err
+			}
+			if n == "ALL" {
+				set = append(set, known...)
+				continue
+			}
+			set = append(set, n)
+		}
+	}
+	drop := map[string]bool{}
+	for _, c := range o.CapsDrop {
+		n, err := normalizeCap(c)
+		if err != nil {
+			return nil, err
+		}
+		if n == "ALL" {
+			for _, k := range allCaps {
+				drop[k] = true
+			}
+			continue
+		}
+		drop[n] = true
+	}
+	// CRI semantics: an explicit add wins over drop ALL.
+	added := map[string]bool{}
+	for _, c := range o.CapsAdd {
+		if n, _ := normalizeCap(c); n != "" && n != "ALL" {
+			added[n] = true
+		}
+	}
+	var final []string
+	seen := map[string]bool{}
+	for _, c := range set {
+		if seen[c] || (drop[c] && !added[c]) {
+			continue
+		}
+		seen[c] = true
+		final = append(final, c)
+	}
+	if final == nil {
+		final = []string{}
+	}
+	return &specs.LinuxCapabilities{
+		Bounding:  final,
+		Effective: final,
+		Permitted: final,
+	}, nil
+}

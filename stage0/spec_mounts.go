@@ -1,0 +1,282 @@
+package stage0
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// Files stage0 writes in the pod directory and bind-mounts into every app.
+const (
+	podHostsFile    = "hosts"
+	podHostnameFile = "hostname"
+	podResolvFile   = "resolv.conf"
+	podVolumesDir   = "volumes" // backing directories of "empty" volumes
+)
+
+var defaultMaskedPaths = []string{
+	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/sys/firmware", "/sys/devices/virtual/powercap",
+}
+
+var defaultReadonlyPaths = []string{
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+}
+
+func pathsOrDefault(p, def []string) []string {
+	if p == nil {
+		return append([]string{}, def...)
+	}
+	return append([]string{}, p...)
+}
+
+// defaultMounts are the kernel filesystems every app gets.
+func defaultMounts(privileged bool) []specs.Mount {
+	sysOpts := []string{"nosuid", "noexec", "nodev", "ro"}
+	cgOpts := []string{"nosuid", "noexec", "nodev", "relatime", "ro"}
+	if privileged {
+		sysOpts = sysOpts[:3]
+		cgOpts = cgOpts[:4]
+	}
+	return []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: sysOpts},
+		{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: cgOpts},
+	}
+}
+
+// addMounts adds the default mounts, the pod's /etc files and the app's
+// mounts; a later mount on the same destination replaces an earlier one.
+func addMounts(s *specs.Spec, in specInput) error {
+	o := in.opts
+	mounts := defaultMounts(o.Privileged)
+	if in.pod.HostIPC {
+		mounts[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+	}
+	etcOpts := []string{"rbind", "rprivate"}
+	for _, f := range []struct{ name, dst string }{
+		{podHostsFile, "/etc/hosts"}, {podHostnameFile, "/etc/hostname"}, {podResolvFile, "/etc/resolv.conf"},
+	} {
+		mounts = append(mounts, specs.Mount{Destination: f.dst, Type: "bind", Source: filepath.Join(in.podDir, f.name), Options: etcOpts})
+	}
+	propagation := ""
+	for _, m := range o.Mounts {
+		sm, err := appMount(in, m)
+		if err != nil {
+			return err
+		}
+		switch m.Propagation {
+		case "rshared":
+			propagation = "rshared"
+		case "rslave":
+			if propagation == "" {
+				propagation = "rslave"
+			}
+		}
+		mounts = append(mounts, sm)
+	}
+	if propagation != "" {
+		s.Linux.RootfsPropagation = propagation
+	}
+	// the last mount of a destination wins
+	var out []specs.Mount
+	for i, m := range mounts {
+		shadowed := false
+		for _, later := range mounts[i+1:] {
+			if filepath.Clean(later.Destination) == filepath.Clean(m.Destination) {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			out = append(out, m)
+		}
+	}
+	s.Mounts = out
+	return nil
+}
+
+// appMount converts one Mount of AppOptions.
+func appMount(in specInput, m Mount) (specs.Mount, error) {
+	if !filepath.IsAbs(m.Destination) {
+		return specs.Mount{}, fmt.Errorf("mount destination %q is not absolute: %w", m.Destination, ErrInvalid)
+	}
+	src := m.Source
+	typ := m.Type
+	readOnly := m.ReadOnly
+	if m.Volume != "" {
+		v, ok := findVolume(in.pod.Volumes, m.Volume)
+		if !ok {
+			return specs.Mount{}, fmt.Errorf("mount on %q: pod has no volume %q: %w", m.Destination, m.Volume, ErrInvalid)
+		}
+		readOnly = readOnly || v.ReadOnly
+		switch v.Kind {
+		case "host":
+			src = v.Source
+		case "empty", "":
+			src = filepath.Join(in.podDir, podVolumesDir, v.Name)
+		default:
+			return specs.Mount{}, fmt.Errorf("volume %q: unknown kind %q: %w", v.Name, v.Kind, ErrInvalid)
+		}
+		typ = ""
+	}
+	opts := append([]string{}, m.Options...)
+	if typ == "" || typ == "bind" {
+		if !filepath.IsAbs(src) {
+			return specs.Mount{}, fmt.Errorf("mount on %q: host path %q is not absolute: %w", m.Destination, src, ErrInvalid)
+		}
+		// follow symlinks on the host, as the kubelet expects
+		resolved, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			return specs.Mount{}, fmt.Errorf("mount on %q: cannot resolve host path %q: %w", m.Destination, src, err)
+		}
+		src, typ = resolved, "bind"
+		opts = append(opts, "rbind")
+	}
+	switch m.Propagation {
+	case "", "private", "rprivate":
+		opts = append(opts, "rprivate")
+	case "rslave", "slave":
+		opts = append(opts, "rslave")
+	case "rshared", "shared":
+		opts = append(opts, "rshared")
+	default:
+		return specs.Mount{}, fmt.Errorf("mount on %q: unknown propagation %q: %w", m.Destination, m.Propagation, ErrInvalid)
+	}
+	if readOnly {
+		opts = append(opts, "ro")
+		if m.RecursiveReadOnly {
+			opts = append(opts, "rro")
+		}
+	} else if m.RecursiveReadOnly {
+		return specs.Mount{}, fmt.Errorf("mount on %q: recursive read-only needs read-only: %w", m.Destination, ErrInvalid)
+	}
+	return specs.Mount{Destination: m.Destination, Type: typ, Source: src, Options: opts}, nil
+}
+
+func findVolume(vols []schema.Volume, name string) (schema.Volume, bool) {
+	for _, v := range vols {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return schema.Volume{}, false
+}
+
+// addDevices exposes host devices: the requested ones, or every host device
+// for a privileged app.
+func addDevices(s *specs.Spec, o AppOptions) error {
+	res := s.Linux.Resources
+	if o.Privileged {
+		res.Devices = []specs.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}
+		devs, err := hostDevices()
+		if err != nil {
+			return err
+		}
+		s.Linux.Devices = devs
+	} else {
+		res.Devices = append([]specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}, res.Devices...)
+	}
+	for _, d := range o.Devices {
+		dev, err := deviceFromPath(d.HostPath)
+		if err != nil {
+			return err
+		}
+		if d.ContainerPath != "" {
+			dev.Path = d.ContainerPath
+		}
+		perms := d.Permissions
+		if perms == "" {
+			perms = "rwm"
+		}
+		s.Linux.Devices = append(s.Linux.Devices, dev)
+		major, minor := dev.Major, dev.Minor
+		res.Devices = append(res.Devices, specs.LinuxDeviceCgroup{Allow: true, Type: dev.Type, Major: &major, Minor: &minor, Access: perms})
+	}
+	return nil
+}
+
+// deviceFromPath describes the host device at path (symlinks followed).
+func deviceFromPath(path string) (specs.LinuxDevice, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return specs.LinuxDevice{}, fmt.Errorf("cannot resolve device %q: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(real, &st); err != nil {
+		return specs.LinuxDevice{}, fmt.Errorf("cannot stat device %q: %w", path, err)
+	}
+	var typ string
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		typ = "c"
+	case unix.S_IFBLK:
+		typ = "b"
+	default:
+		return specs.LinuxDevice{}, fmt.Errorf("%q is not a device: %w", path, ErrInvalid)
+	}
+	mode := os.FileMode(st.Mode & 0o777)
+	uid, gid := st.Uid, st.Gid
+	return specs.LinuxDevice{
+		Path: path, Type: typ,
+		Major: int64(unix.Major(uint64(st.Rdev))), Minor: int64(unix.Minor(uint64(st.Rdev))),
+		FileMode: &mode, UID: &uid, GID: &gid,
+	}, nil
+}
+
+// hostDevices lists the host's device nodes under /dev (not /dev/pts etc.),
+// for privileged apps.
+func hostDevices() ([]specs.LinuxDevice, error) {
+	var out []specs.LinuxDevice
+	err := filepath.WalkDir("/dev", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			switch p {
+			case "/dev/pts", "/dev/shm", "/dev/mqueue", "/dev/fd":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&(os.ModeDevice|os.ModeCharDevice) == 0 || strings.HasPrefix(p, "/dev/console") || p == "/dev/ptmx" {
+			return nil
+		}
+		dev, err := deviceFromPath(p)
+		if err == nil {
+			out = append(out, dev)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// checkLSM refuses AppArmor/SELinux settings the host cannot apply.
+func checkLSM(o AppOptions) error {
+	switch o.ApparmorProfile {
+	case "", "unconfined", "runtime/default":
+	default:
+		if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err != nil || strings.TrimSpace(string(b)) != "Y" {
+			return fmt.Errorf("AppArmor profile %q requested but AppArmor is not enabled on this host: %w", o.ApparmorProfile, ErrInvalid)
+		}
+		return fmt.Errorf("AppArmor profile %q: AppArmor profiles are not supported by this runtime: %w", o.ApparmorProfile, ErrInvalid)
+	}
+	if o.SelinuxLabel != "" {
+		if _, err := os.Stat("/sys/fs/selinux/enforce"); err != nil {
+			return fmt.Errorf("SELinux label %q requested but SELinux is not enabled on this host: %w", o.SelinuxLabel, ErrInvalid)
+		}
+		return fmt.Errorf("SELinux label %q: SELinux labels are not supported by this runtime: %w", o.SelinuxLabel, ErrInvalid)
+	}
+	return nil
+}

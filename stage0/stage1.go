@@ -1,0 +1,134 @@
+package stage0
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+type stage1Mode string
+
+const (
+	modeRun     stage1Mode = "run"
+	modeSandbox stage1Mode = "sandbox"
+)
+
+// cleanedFile marks a pod whose resources were released after it exited.
+const cleanedFile = "stage0-cleaned"
+
+// startStage1 starts the pod's supervisor, handing it the pod lock (fd 3)
+// and a readiness pipe (fd 4), and waits until it is ready.
+func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode) error {
+	logf, err := os.OpenFile(filepath.Join(p.dir, schema.Stage1LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("cannot create the stage1 log of pod %s: %w", p.uuid, err)
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("cannot create the readiness pipe: %w", err)
+	}
+	defer pr.Close()
+	args := []string{"run", "--pod-dir=" + p.dir, "--mode=" + string(mode)}
+	if r.cfg.Debug {
+		args = append(args, "--debug")
+	}
+	cmd := exec.Command(r.cfg.Stage1Path, args...)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{l.File(), pw}
+	flags := uintptr(syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC)
+	if pm.HostIPC {
+		flags = syscall.CLONE_NEWUTS
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return fmt.Errorf("cannot start stage1 %q for pod %s: %w", r.cfg.Stage1Path, p.uuid, err)
+	}
+	r.cfg.Logf("pod %s: stage1 started, pid %d", p.uuid, cmd.Process.Pid)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }() // reap it if it exits while we live
+
+	ready := make(chan error, 1)
+	go func() { ready <- control.WaitReady(pr) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			<-exited
+			return fmt.Errorf("pod %s: %w%s", p.uuid, err, logTail(p))
+		}
+		return nil
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("pod %s: waiting for stage1: %w", p.uuid, ctx.Err())
+	}
+}
+
+// logTail returns the end of stage1.log for error messages.
+func logTail(p *pod) string {
+	b, err := os.ReadFile(filepath.Join(p.dir, schema.Stage1LogFile))
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return "; stage1.log: " + strings.TrimSpace(string(b))
+}
+
+// stage1PID reads the supervisor's pid file (0 if absent).
+func stage1PID(p *pod) int {
+	b, err := os.ReadFile(filepath.Join(p.dir, schema.Stage1PIDFile))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// cleanup releases what an exited (unlocked, or locked by us) pod still
+// holds: leftover app processes, containers and cgroups (`stage1 gc`), app
+// rootfs mounts, and its network. It is idempotent and marks the pod clean.
+func (r *Runtime) cleanup(ctx context.Context, p *pod) error {
+	if _, err := os.Stat(filepath.Join(p.dir, cleanedFile)); err == nil {
+		return nil
+	}
+	var errs []error
+	if _, err := os.Stat(filepath.Join(p.dir, schema.PodManifestFile)); err == nil {
+		gctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		out, err := exec.CommandContext(gctx, r.cfg.Stage1Path, "gc", "--pod-dir="+p.dir).CombinedOutput()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stage1 gc of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out))))
+		}
+	}
+	if err := networking.Teardown(ctx, r.cfg.Net, p.dir); err != nil {
+		errs = append(errs, fmt.Errorf("cannot tear down the network of pod %s: %w", p.uuid, err))
+	}
+	if err := unmountUnder(p.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, cleanedFile), nil, 0o644); err != nil {
+		return fmt.Errorf("cannot mark pod %s clean: %w", p.uuid, err)
+	}
+	return nil
+}
