@@ -1,0 +1,237 @@
+package tests
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// criService is a `rkt kubelet-service` process started by a test.
+type criService struct {
+	t          *testing.T
+	env        *testutil.Env
+	Socket     string // unix socket path
+	Endpoint   string // unix://<Socket>
+	CNIConfDir string
+	LogPath    string
+	extraArgs  []string
+	cmd        *exec.Cmd
+	done       chan struct{}
+}
+
+// requireRoot skips tests that need root (pods, networks, cgroups).
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// startCRIService writes a CNI network for CRI pods, starts
+// `rkt kubelet-service` on a private socket and waits until it answers.
+// It is stopped (SIGTERM) at cleanup, before the environment's leak check.
+func startCRIService(t *testing.T, env *testutil.Env, extraArgs ...string) *criService {
+	t.Helper()
+	s := &criService{
+		t:          t,
+		env:        env,
+		Socket:     filepath.Join(env.Root, "cri.sock"),
+		CNIConfDir: filepath.Join(env.Root, "net.d"),
+		LogPath:    filepath.Join(env.Root, "kubelet-service.log"),
+		extraArgs:  extraArgs,
+	}
+	s.Endpoint = "unix://" + s.Socket
+	writeCRINetwork(t, s.CNIConfDir)
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *criService) start() {
+	t := s.t
+	t.Helper()
+	args := append([]string{"kubelet-service",
+		"--socket=" + s.Socket,
+		"--socket-group=root",
+		"--stage1-path=" + testutil.Stage1Bin(t),
+		"--cni-conf-dir=" + s.CNIConfDir,
+		"--cgroup-parent=/rkt-test-" + filepath.Base(s.env.Root),
+		"--log-level=debug",
+	}, s.extraArgs...)
+	cmd := s.env.Command(context.Background(), args...)
+	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("cannot start rkt kubelet-service: %v", err)
+	}
+	logf.Close()
+	s.cmd = cmd
+	s.done = make(chan struct{})
+	go func() { cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("unix", s.Socket); err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("rkt kubelet-service exited at start:\n%s", s.Log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rkt kubelet-service did not listen on %s within 30s:\n%s", s.Socket, s.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Log returns what the service printed so far.
+func (s *criService) Log() string {
+	b, _ := os.ReadFile(s.LogPath)
+	return string(b)
+}
+
+// stop sends SIGTERM and waits for the service to exit.
+func (s *criService) stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.t.Errorf("rkt kubelet-service did not exit within 30s of SIGTERM")
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	if s.t.Failed() {
+		s.t.Logf("kubelet-service log (%s):\n%s", s.LogPath, tail(s.Log(), 200))
+	}
+	s.cmd = nil
+}
+
+// Kill SIGKILLs the service (pods must survive it).
+func (s *criService) Kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart starts the service again after Kill or stop.
+func (s *criService) Restart() { s.start() }
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// writeCRINetwork writes the CNI network CRI pods join: a bridge unique to
+// the test with host-local IPAM, outbound NAT and portmap (with SNAT, so
+// host ports answer on 127.0.0.1). The bridge is deleted and the sysctls the
+// plugins change are restored at cleanup.
+func writeCRINetwork(t *testing.T, dir string) {
+	t.Helper()
+	var rnd [2]byte
+	rand.Read(rnd[:])
+	n := binary.BigEndian.Uint16(rnd[:])
+	bridge := fmt.Sprintf("rktcri%04x", n)
+	subnet := fmt.Sprintf("10.%d.%d.0/24", 200+int(n>>8)%50, n&0xff)
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "rkt-cri-test",
+		"plugins": []any{
+			map[string]any{
+				"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"ipam": map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{"subnet": subnet}}},
+					"routes": []map[string]string{{"dst": "0.0.0.0/0"}}},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}, "snat": true},
+		},
+	}
+	b, _ := json.MarshalIndent(conf, "", "  ")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "10-rkt-cri-test.conflist"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restore := saveSysctls(t, "net/ipv4/ip_forward")
+	t.Cleanup(func() {
+		exec.Command("ip", "link", "del", bridge).Run()
+		restore()
+	})
+}
+
+// saveSysctls returns a function that restores the given /proc/sys values.
+func saveSysctls(t *testing.T, keys ...string) func() {
+	saved := map[string][]byte{}
+	for _, k := range keys {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			saved[k] = b
+		}
+	}
+	return func() {
+		for k, v := range saved {
+			os.WriteFile("/proc/sys/"+k, v, 0o644)
+		}
+	}
+}
+
+// toolPath returns a test tool (crictl, critest) from $RKT_TOOLS, or builds
+// it into <module>/build/tools as `make tools` would.
+func toolPath(t *testing.T, name string) string {
+	t.Helper()
+	if d := testutil.ToolsDir(); d != "" {
+		p := filepath.Join(d, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "build", "tools")
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	var cmd *exec.Cmd
+	switch name {
+	case "crictl":
+		cmd = exec.Command("go", "install", "sigs.k8s.io/cri-tools/cmd/crictl@"+criToolsVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	case "critest":
+		cmd = exec.Command("./build-critest.sh", criToolsVersion, dir)
+	default:
+		t.Fatalf("unknown tool %q", name)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build %s (set $RKT_TOOLS or run `make tools`): %v\n%s", name, err, out)
+	}
+	return p
+}
+
+// criToolsVersion is the cri-tools release whose crictl and critest the
+// tests use.
+const criToolsVersion = "v1.37.0"
