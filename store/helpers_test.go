@@ -100,9 +100,10 @@ func testImage(t testing.TB, env string, layers ...[]entry) v1.Image {
 
 // testRegistry is an in-process registry on 127.0.0.1 that counts requests.
 type testRegistry struct {
-	host     string
-	requests atomic.Int64
-	handler  http.Handler
+	host       string
+	requests   atomic.Int64
+	handler    http.Handler
+	user, pass string // basic auth required when set
 }
 
 func startRegistry(t testing.TB) *testRegistry {
@@ -110,6 +111,13 @@ func startRegistry(t testing.TB) *testRegistry {
 	r := &testRegistry{handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		if r.user != "" {
+			if u, p, ok := req.BasicAuth(); !ok || u != r.user || p != r.pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
 		r.handler.ServeHTTP(w, req)
 	}))
 	t.Cleanup(srv.Close)
@@ -146,4 +154,15 @@ func mustDigest(t testing.TB, f func() (v1.Hash, error)) string {
 		t.Fatal(err)
 	}
 	return h.String()
+}
+
+func pushIndex(t testing.TB, ref string, idx v1.ImageIndex) {
+	t.Helper()
+	nref, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(nref, idx); err != nil {
+		t.Fatal(err)
+	}
 }

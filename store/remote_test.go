@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/rkt/rkt/rkt/config"
+)
+
+// deadHost returns a 127.0.0.1 address nothing listens on.
+func deadHost(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestMirrors(t *testing.T) {
+	mirror := startRegistry(t)
+	img := testImage(t, "M=1", []entry{{name: "m", body: "mirrored"}})
+	mirror.push(t, "pause:3.10", img)
+	cfg := &config.Config{Mirrors: map[string][]config.Mirror{
+		"registry.k8s.io": {{Endpoint: deadHost(t), Insecure: true}, {Endpoint: mirror.host, Insecure: true}},
+	}}
+	s := newStore(t)
+	got, err := s.Fetch(context.Background(), "registry.k8s.io/pause:3.10", FetchOptions{Registries: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != mustDigest(t, img.ConfigName) {
+		t.Errorf("ID %s", got.ID)
+	}
+	if len(got.Names) != 1 || got.Names[0] != "registry.k8s.io/pause:3.10" {
+		t.Errorf("Names = %v, want the upstream name", got.Names)
+	}
+	if len(got.RepoDigests) != 1 || !strings.HasPrefix(got.RepoDigests[0], "registry.k8s.io/pause@sha256:") {
+		t.Errorf("RepoDigests = %v", got.RepoDigests)
+	}
+	// A canceled fetch fails instead of trying the endpoints.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Fetch(ctx, "registry.k8s.io/other:1", FetchOptions{Registries: cfg}); err == nil {
+		t.Error("fetch of an image no endpoint has succeeded")
+	}
+}
+
+func TestAuth(t *testing.T) {
+	reg := startRegistry(t)
+	img := testImage(t, "S=1", []entry{{name: "secret", body: "s"}})
+	ref := reg.push(t, "private/app:1", img)
+	reg.user, reg.pass = "alice", "wonderland"
+	ctx := context.Background()
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials from the host
+
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{}); err == nil {
+		t.Fatal("fetch without credentials succeeded")
+	}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Auth: &Auth{Username: "alice", Password: "wrong"}}); err == nil {
+		t.Fatal("fetch with a wrong password succeeded")
+	}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Auth: &Auth{Username: "alice", Password: "wonderland"}}); err != nil {
+		t.Fatalf("explicit credentials: %v", err)
+	}
+	cfg := &config.Config{Auth: map[string]config.Credentials{reg.host: {User: "alice", Password: "wonderland"}}}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: cfg}); err != nil {
+		t.Fatalf("dockerAuth config credentials: %v", err)
+	}
+	dockerCfg := `{"auths":{"` + reg.host + `":{"auth":"YWxpY2U6d29uZGVybGFuZA=="}}}`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(dockerCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{}); err != nil {
+		t.Fatalf("docker config.json credentials: %v", err)
+	}
+}
+
+func TestHTTPGuard(t *testing.T) {
+	for _, tc := range []struct {
+		url       string
+		allowHTTP bool
+		refused   bool
+	}{
+		{"http://10.1.2.3:5000/v2/", false, true},
+		{"http://192.168.1.1/v2/", false, true},
+		{"http://example.com/v2/", false, true},
+		{"http://10.1.2.3:5000/v2/", true, false},
+		{"http://127.0.0.1:5000/v2/", false, false},
+		{"http://[::1]:5000/v2/", false, false},
+		{"http://localhost:5000/v2/", false, false},
+	} {
+		called := false
+		g := &httpGuard{allowHTTP: tc.allowHTTP, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			called = true
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})}
+		req, _ := http.NewRequest("GET", tc.url, nil)
+		_, err := g.RoundTrip(req)
+		if refused := err != nil && !called; refused != tc.refused {
+			t.Errorf("%s allowHTTP=%v: refused=%v (err %v), want %v", tc.url, tc.allowHTTP, refused, err, tc.refused)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestIndexResolvedToPlatform(t *testing.T) {
+	reg := startRegistry(t)
+	host := platform(FetchOptions{})
+	mine := testImage(t, "ARCH=mine", []entry{{name: "arch", body: "mine"}})
+	other := testImage(t, "ARCH=other", []entry{{name: "arch", body: "other"}})
+	otherArch := "s390x"
+	if host.Architecture == otherArch {
+		otherArch = "ppc64le"
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: other, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: otherArch}}},
+		mutate.IndexAddendum{Add: mine, Descriptor: v1.Descriptor{Platform: &host}},
+	)
+	ref := reg.host + "/multi/arch:1"
+	pushIndex(t, ref, idx)
+	got, err := newStore(t).Fetch(context.Background(), ref, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != mustDigest(t, mine.ConfigName) {
+		t.Errorf("got image %s, want this platform's %s", got.ID, mustDigest(t, mine.ConfigName))
+	}
+	if want := reg.host + "/multi/arch@" + mustDigest(t, idx.Digest); len(got.RepoDigests) != 1 || got.RepoDigests[0] != want {
+		t.Errorf("RepoDigests = %v, want [%s] (the index digest)", got.RepoDigests, want)
+	}
+	if got.ManifestDigest != mustDigest(t, mine.Digest) {
+		t.Errorf("ManifestDigest = %s, want the platform manifest", got.ManifestDigest)
+	}
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+func countDir(t *testing.T, p string) int {
+	t.Helper()
+	e, err := os.ReadDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(e)
+}
+
+func TestRemoveImage(t *testing.T) {
+	reg := startRegistry(t)
+	base := []entry{{name: "base", body: "shared"}}
+	a := testImage(t, "IMG=a", base, []entry{{name: "a", body: "a"}})
+	b := testImage(t, "IMG=b", base, []entry{{name: "b", body: "b"}})
+	refA := reg.push(t, "rm/a:1", a)
+	reg.push(t, "rm/a:2", a)
+	refB := reg.push(t, "rm/b:1", b)
+	s := newStore(t)
+	ctx := context.Background()
+	imgA, err := s.Fetch(ctx, refA, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fetch(ctx, reg.host+"/rm/a:2", FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	imgB, err := s.Fetch(ctx, refB, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []*Image{imgA, imgB} {
+		if _, err := s.LayerPaths(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countDir(t, s.Dir()+"/tree"); n != 3 {
+		t.Fatalf("%d trees, want 3 (one shared)", n)
+	}
+
+	inUse := map[string]bool{imgA.ID: true}
+	if _, err := s.RemoveImage(refA, RemoveOptions{InUse: inUse}); !errors.Is(err, ErrImageInUse) {
+		t.Fatalf("removing an in-use image: err = %v, want ErrImageInUse", err)
+	}
+	removed, err := s.RemoveImage(refA, RemoveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed.ID != imgA.ID || len(removed.Names) != 2 {
+		t.Errorf("removed %s with names %v, want %s with both tags", removed.ID, removed.Names, imgA.ID)
+	}
+	for _, r := range []string{refA, reg.host + "/rm/a:2", imgA.ID} {
+		if _, err := s.ResolveImage(r); !errors.Is(err, ErrImageNotFound) {
+			t.Errorf("%s still resolves (err %v)", r, err)
+		}
+	}
+	if n := countDir(t, s.Dir()+"/tree"); n != 2 {
+		t.Errorf("%d trees after removal, want 2 (B's two)", n)
+	}
+	// B intact: shared base blob kept.
+	if _, err := s.LayerPaths(ctx, imgB); err != nil {
+		t.Errorf("image B broken after removing A: %v", err)
+	}
+	if s.hasBlob(imgA.Layers[1].Digest) || !s.hasBlob(imgA.Layers[0].Digest) || s.hasBlob(imgA.ID) {
+		t.Error("blobs: A's own layer and config must be gone, the shared layer kept")
+	}
+	if _, err := s.RemoveImage(refA, RemoveOptions{}); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("second removal: err = %v, want ErrImageNotFound", err)
+	}
+	// Forced removal of an in-use image keeps its trees for running pods.
+	if _, err := s.RemoveImage(imgB.ID, RemoveOptions{Force: true, InUse: map[string]bool{imgB.ID: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countDir(t, s.Dir()+"/tree"); n != 2 {
+		t.Errorf("%d trees after forced removal, want 2 kept", n)
+	}
+}
+
+func backdate(t *testing.T, s *Store, id string, when time.Time) {
+	t.Helper()
+	err := s.update(func(tx *txn) error {
+		r, err := tx.getImage(id)
+		if err != nil || r == nil {
+			return errors.Join(err, errors.New("no such image"))
+		}
+		r.LastUsedAt, r.ImportedAt = when, when
+		return tx.putImage(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGC(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	ctx := context.Background()
+	fetch := func(tag, env string) *Image {
+		ref := reg.push(t, tag, testImage(t, env, []entry{{name: "f", body: env}}))
+		img, err := s.Fetch(ctx, ref, FetchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LayerPaths(ctx, img); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	old, used, fresh := fetch("gc/old:1", "GC=old"), fetch("gc/used:1", "GC=used"), fetch("gc/fresh:1", "GC=fresh")
+	longAgo := time.Now().Add(-2 * time.Hour)
+	backdate(t, s, old.ID, longAgo)
+	backdate(t, s, used.ID, longAgo)
+
+	res, err := s.GC(ctx, time.Hour, map[string]bool{used.ID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Images) != 1 || res.Images[0] != old.ID {
+		t.Fatalf("GC removed images %v, want [%s]", res.Images, old.ID)
+	}
+	if res.Blobs != 0 || res.Trees != 0 || !s.hasBlob(old.Layers[0].Digest) {
+		t.Errorf("GC removed %d blobs and %d trees younger than the grace period", res.Blobs, res.Trees)
+	}
+	// Once the unreferenced blobs and tree are older than the grace period, they go.
+	tree, _ := s.TreePath(old.Layers[0])
+	for _, p := range []string{tree, s.blobPath(old.Layers[0].Digest[7:]), s.blobPath(old.ID[7:]), s.blobPath(old.ManifestDigest[7:])} {
+		if err := os.Chtimes(p, longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A temp file of a killed fetch (unlocked) goes, a live one (locked) stays.
+	stale, _ := os.Create(s.tmpPath() + "/blob-stale")
+	stale.Close()
+	os.Chtimes(stale.Name(), longAgo, longAgo)
+	live, err := s.newTempFile("blob-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	os.Chtimes(live.Name(), longAgo, longAgo)
+
+	res, err = s.GC(ctx, time.Hour, map[string]bool{used.ID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Images) != 0 || res.Blobs != 3 || res.Trees != 1 {
+		t.Errorf("second GC: %+v, want 0 images, 3 blobs, 1 tree", res)
+	}
+	if _, err := os.Stat(stale.Name()); !os.IsNotExist(err) {
+		t.Errorf("stale temp file kept: %v", err)
+	}
+	if _, err := os.Stat(live.Name()); err != nil {
+		t.Errorf("locked temp file removed: %v", err)
+	}
+	for _, img := range []*Image{used, fresh} {
+		if _, err := s.LayerPaths(ctx, img); err != nil {
+			t.Errorf("image %s broken by GC: %v", img.ID, err)
+		}
+	}
+}
