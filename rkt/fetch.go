@@ -64,7 +64,11 @@ func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
 			bars.Finish(err == nil)
 		}
 		if err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot fetch %s: %v\n", ref, err)
+			if strings.Contains(err.Error(), strings.TrimPrefix(ref, "docker://")) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: %v\n", err) // the error names the image already
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot fetch %s: %v\n", ref, err)
+			}
 			failed = append(failed, ref)
 			if ctx.Err() != nil {
 				break
