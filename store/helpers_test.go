@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,6 +105,8 @@ type testRegistry struct {
 	requests   atomic.Int64
 	handler    http.Handler
 	user, pass string // basic auth required when set
+	// blobHook, when set, rewrites the body of blob GETs.
+	blobHook func(digest string, body []byte) []byte
 }
 
 func startRegistry(t testing.TB) *testRegistry {
@@ -117,6 +120,18 @@ func startRegistry(t testing.TB) *testRegistry {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
+		}
+		if r.blobHook != nil && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+			rec := httptest.NewRecorder()
+			r.handler.ServeHTTP(rec, req)
+			body := r.blobHook(req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:], rec.Body.Bytes())
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(rec.Code)
+			w.Write(body)
+			return
 		}
 		r.handler.ServeHTTP(w, req)
 	}))
