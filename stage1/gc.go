@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -42,19 +43,16 @@ func gcPod(podDir string) error {
 	return errors.Join(errs...)
 }
 
-// cleanupPod destroys the pod's containers, kills what is left in its
-// cgroups, removes them and the runc state directory.
+// cleanupPod kills the pod's processes, destroys its containers, removes
+// its cgroups and the runc state directory.
 func cleanupPod(podDir string, m *schema.PodManifest) error {
 	var errs []error
-	if err := destroyContainers(podDir); err != nil {
-		errs = append(errs, err)
-	}
 	paths := map[string]bool{}
 	if !systemdRunning() {
 		paths[podCgroupPath(m)] = true
 	}
 	// Apps whose cgroup is not under the pod cgroup (a custom
-	// cgroupsPath) are removed on their own.
+	// cgroupsPath) are handled on their own.
 	for _, a := range m.Apps {
 		spec, err := loadAppSpec(podDir, a.Name)
 		if err != nil || spec.Linux.CgroupsPath == "" || !filepath.IsAbs(spec.Linux.CgroupsPath) {
@@ -64,9 +62,24 @@ func cleanupPod(podDir string, m *schema.PodManifest) error {
 			paths[spec.Linux.CgroupsPath] = true
 		}
 	}
+	mgrs := map[string]cgroups.Manager{}
 	for p := range paths {
-		if err := removePodCgroups(p); err != nil {
+		mgr, err := podCgroupManager(p)
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		mgrs[p] = mgr
+		if err := killCgroup(mgr, 5*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := destroyContainers(podDir); err != nil {
+		errs = append(errs, err)
+	}
+	for p, mgr := range mgrs {
+		if err := mgr.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot remove cgroup %q: %w", p, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -91,6 +104,7 @@ func destroyContainers(podDir string) error {
 			continue
 		}
 		ctr.Signal(sigKILL)
+		waitStopped(ctr, 5*time.Second)
 		if err := ctr.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("container %q: %w", e.Name(), err))
 		}
@@ -126,4 +140,17 @@ func markDead(podDir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitStopped waits until the container's init is gone (a SIGKILL is
+// asynchronous; Destroy refuses a running container).
+func waitStopped(ctr *libcontainer.Container, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		st, err := ctr.Status()
+		if err != nil || st == libcontainer.Stopped {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

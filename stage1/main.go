@@ -6,7 +6,8 @@
 //	stage1 gc --pod-dir=DIR [--debug]
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
-// container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
+// container; `stage1 pidns` is the reaper of a pod's shared PID namespace;
+// `stage1 watchdog` cleans the pod if the supervisor is killed.
 package main
 
 import (
@@ -76,6 +77,8 @@ func main() {
 		err = runSupervisor(*podDir, *mode)
 	case "gc":
 		err = gcPod(*podDir)
+	case "watchdog":
+		err = runWatchdog(*podDir)
 	default:
 		usage()
 		os.Exit(2)

@@ -19,14 +19,14 @@ type pidnsHolder struct {
 	cmd *exec.Cmd
 }
 
-func startPIDNSHolder() (*pidnsHolder, error) {
+func startPIDNSHolder(s *spawner) (*pidnsHolder, error) {
 	cmd := exec.Command("/proc/self/exe", "pidns")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWPID,
 		Pdeathsig:  syscall.SIGKILL,
 	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := s.start(cmd); err != nil {
 		return nil, fmt.Errorf("cannot start the shared PID namespace: %w", err)
 	}
 	return &pidnsHolder{cmd: cmd}, nil

@@ -6,19 +6,29 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// ownNamespace reports whether this process has its own namespace of kind
-// (e.g. "uts") rather than PID 1's, so changing it cannot affect the host.
+// nsRefPid is the process whose namespaces stage1 must not change: stage0,
+// its parent at start (PID 1 is often unreadable in containers).
+var nsRefPid = 1
+
+// ownNamespace reports whether this process has a namespace of kind (e.g.
+// "uts") other than its starter's, so changing it cannot affect the host.
 func ownNamespace(kind string) bool {
-	var self, init unix.Stat_t
-	if unix.Stat("/proc/self/ns/"+kind, &self) != nil || unix.Stat("/proc/1/ns/"+kind, &init) != nil {
+	var self, ref unix.Stat_t
+	if unix.Stat("/proc/self/ns/"+kind, &self) != nil {
 		return false
 	}
-	return self.Ino != init.Ino || self.Dev != init.Dev
+	for _, pid := range []int{nsRefPid, 1} {
+		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/"+kind, &ref) == nil {
+			return self.Ino != ref.Ino || self.Dev != ref.Dev
+		}
+	}
+	return false
 }
 
 // setHostname sets the pod's hostname in the supervisor's UTS namespace,

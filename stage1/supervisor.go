@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,8 @@ type supervisor struct {
 	limits     limits
 	systemd    bool
 	pidns      *pidnsHolder
+	spawner    *spawner
+	watchdog   *exec.Cmd
 	listener   net.Listener
 
 	mu       sync.Mutex
@@ -70,6 +73,7 @@ func runSupervisor(podDir, mode string) error {
 	// Neither the pod lock nor the readiness pipe may leak into apps.
 	unix.CloseOnExec(lockFd)
 	unix.CloseOnExec(readyFd)
+	nsRefPid = os.Getppid() // stage0, which is waiting for us
 	ready := os.NewFile(readyFd, "ready")
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
@@ -137,8 +141,12 @@ func (sv *supervisor) setup() error {
 	if err := applySysctls(m.Sysctls, sv.namespaces.net); err != nil {
 		return err
 	}
+	sv.spawner = newSpawner()
+	if sv.watchdog, err = startWatchdog(sv.spawner, sv.podDir); err != nil {
+		return err
+	}
 	if m.SharedPID {
-		h, err := startPIDNSHolder()
+		h, err := startPIDNSHolder(sv.spawner)
 		if err != nil {
 			return err
 		}
@@ -240,5 +248,9 @@ func (sv *supervisor) doCleanup() {
 		if err := cleanupPod(sv.podDir, sv.manifest); err != nil {
 			logf("cleanup: %v", err)
 		}
+	}
+	if sv.watchdog != nil {
+		sv.watchdog.Process.Kill()
+		sv.watchdog.Wait()
 	}
 }

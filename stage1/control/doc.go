@@ -27,6 +27,17 @@
 // cgroups and <pod>/runc, and marks apps still recorded as running as exited
 // (Reason "SupervisorDied"). It is idempotent.
 //
+// The pod's cgroup is <PodManifest.CgroupParent or "/rkt">/<uuid> (cgroupfs);
+// apps' linux.cgroupsPath must lie below it so that stage1 and `stage1 gc`
+// remove them with it. When systemd is PID 1, stage1 uses libcontainer's
+// systemd driver and turns <parent>/<uuid>/<app> into the scope
+// rkt-<uuid>-<app>.scope in system.slice (or in <parent> if it is a .slice).
+//
+// Status without the supervisor: status.json stays on disk after the
+// supervisor exits. If the supervisor died (the pod lock is free) an app
+// recorded as "running" is dead: run `stage1 gc`, which records it as exited
+// (exit code 137, signal SIGKILL, Reason "SupervisorDied"), or report it so.
+//
 // # Apps
 //
 // An app is what stage0 wrote under <pod>/apps/<name>/ (app.json,

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"PATH=/bin", "A=1"}, []string{"A=2", "B=3"})
+	want := []string{"PATH=/bin", "A=2", "B=3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestSystemdCgroupsPath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/rkt/0123/web", "system.slice:rkt-0123:web"},
+		{"/kubepods.slice/0123/web", "kubepods.slice:rkt-0123:web"},
+		{"machine.slice:rkt:x", "machine.slice:rkt:x"},
+	}
+	for _, tc := range tests {
+		if got := systemdCgroupsPath(tc.in); got != tc.want {
+			t.Errorf("systemdCgroupsPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSystemdDetection(t *testing.T) {
+	dir := t.TempDir()
+	if !systemdRunningAt(dir) {
+		t.Error("a directory was not detected")
+	}
+	if systemdRunningAt(dir + "/missing") {
+		t.Error("a missing path was detected as systemd")
+	}
+	// This host has no systemd as PID 1: the cgroupfs driver is used.
+	if systemdRunning() != systemdRunningAt("/run/systemd/system") {
+		t.Error("systemdRunning disagrees with /run/systemd/system")
+	}
+}
+
+func TestPodCgroupPath(t *testing.T) {
+	tests := []struct {
+		parent, want string
+	}{
+		{"", "/rkt/u1"},
+		{"/kube/pods", "/kube/pods/u1"},
+		{"relative", "/relative/u1"},
+	}
+	for _, tc := range tests {
+		m := &schema.PodManifest{UUID: "u1", CgroupParent: tc.parent}
+		if got := podCgroupPath(m); got != tc.want {
+			t.Errorf("parent %q: got %q, want %q", tc.parent, got, tc.want)
+		}
+	}
+}
+
+func TestClamp(t *testing.T) {
+	l := limits{sysResource: false, oomScoreAdj: 0}
+	if got := l.clampOOMScoreAdj(-999); got != 0 {
+		t.Errorf("oom -999 clamped to %d, want 0", got)
+	}
+	if got := l.clampOOMScoreAdj(500); got != 500 {
+		t.Errorf("oom 500 changed to %d", got)
+	}
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &cur); err != nil {
+		t.Fatal(err)
+	}
+	r := specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: cur.Max + 1000, Soft: cur.Max + 500}
+	l.clampRlimit(&r)
+	if r.Hard != cur.Max || r.Soft != cur.Max {
+		t.Errorf("rlimit clamped to %d/%d, want %d/%d", r.Soft, r.Hard, cur.Max, cur.Max)
+	}
+	priv := limits{sysResource: true}
+	if got := priv.clampOOMScoreAdj(-999); got != -999 {
+		t.Errorf("with CAP_SYS_RESOURCE oom changed to %d", got)
+	}
+}
+
+func TestSysctlNamespace(t *testing.T) {
+	tests := map[string]string{
+		"net.ipv4.ip_forward": "net", "kernel.shmmax": "ipc", "fs.mqueue.msg_max": "ipc",
+		"kernel.hostname": "uts", "kernel.panic": "", "vm.swappiness": "",
+	}
+	for k, want := range tests {
+		if got := sysctlNamespace(k); got != want {
+			t.Errorf("%s: got %q, want %q", k, got, want)
+		}
+	}
+	if err := applySysctls(map[string]string{"vm.swappiness": "1"}, ""); err == nil {
+		t.Error("a non-namespaced sysctl was accepted")
+	}
+	if err := applySysctls(map[string]string{"net.ipv4.ip_forward": "1"}, ""); err == nil {
+		t.Error("a net sysctl without a pod netns was accepted")
+	}
+}
+
+func TestAdjustSpec(t *testing.T) {
+	spec := &specs.Spec{
+		Hostname: "x",
+		Process:  &specs.Process{Args: []string{"sh"}},
+		Linux: &specs.Linux{Namespaces: []specs.LinuxNamespace{
+			{Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
+			{Type: specs.PIDNamespace}, {Type: specs.MountNamespace},
+		}},
+	}
+	ns := podNamespaces{ipc: "/proc/1/ns/ipc", uts: "/proc/1/ns/uts", pid: "/proc/2/ns/pid"}
+	if err := adjustSpec(spec, ns, limits{}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[specs.LinuxNamespaceType]string{}
+	for _, n := range spec.Linux.Namespaces {
+		got[n.Type] = n.Path
+	}
+	if _, ok := got[specs.NetworkNamespace]; ok {
+		t.Error("host networking kept a network namespace")
+	}
+	if got[specs.IPCNamespace] != ns.ipc || got[specs.UTSNamespace] != ns.uts || got[specs.PIDNamespace] != ns.pid {
+		t.Errorf("namespaces: %v", got)
+	}
+	if p, ok := got[specs.MountNamespace]; !ok || p != "" {
+		t.Errorf("mount namespace: %q %v", p, ok)
+	}
+	if spec.Hostname != "" {
+		t.Error("hostname kept in the pod's UTS namespace")
+	}
+}
