@@ -27,6 +27,10 @@ const (
 type HostileCase struct {
 	Name  string
 	Layer v1.Layer
+	// MustRefuse is set for corrupt input. Path attacks may instead be
+	// contained (the entry lands inside the tree, as tar -C does with
+	// absolute names); either way nothing may land outside.
+	MustRefuse bool
 }
 
 // PrepareVictim creates dir with one file (VictimFile) that hostile layers
@@ -87,22 +91,22 @@ func HostileLayers(t testing.TB, victimDir string) []HostileCase {
 		corrupt[i] ^= 0x5a
 	}
 	cases := []HostileCase{
-		{"dotdot", Layer(t, File("ok", "x"), File(rel+"/dotdot", "pwned"))},
-		{"absolute", Layer(t, File(victimDir+"/absolute", "pwned"))},
-		{"symlink-escape", Layer(t, Symlink("esc", victimDir), File("esc/via-symlink", "pwned"))},
-		{"symlink-escape-relative", Layer(t, Symlink("up", strings.Repeat("../", 24)), File("up/"+strings.TrimPrefix(victimDir, "/")+"/via-rel-symlink", "pwned"))},
-		{"symlink-parent-chain", Layer(t, Dir("a"), Symlink("a/b", "../.."), Symlink("c", "a/b/"+strings.Repeat("../", 22)+strings.TrimPrefix(victimDir, "/")), File("c/via-chain", "pwned"))},
-		{"hardlink-escape", Layer(t, Hardlink("hl", rel+"/"+VictimFile))},
-		{"hardlink-absolute", Layer(t, Hardlink("hl", victimFile))},
-		{"hardlink-via-symlink", Layer(t, Symlink("s", victimDir), Hardlink("h", "s/"+VictimFile))},
-		{"whiteout-dotdot", Layer(t, File("ok", "x"), Whiteout(rel+"/"+VictimFile))},
-		{"whiteout-via-symlink", Layer(t, Symlink("w", victimDir), Whiteout("w/"+VictimFile))},
-		{"opaque-via-symlink", Layer(t, Symlink("o", victimDir), OpaqueWhiteout("o"))},
-		{"corrupt-gzip", RawLayer(corrupt, good, int64(len(corrupt)))},
-		{"truncated-gzip", RawLayer(gz[:len(gz)/2], good, int64(len(gz)/2))},
-		{"truncated-tar", LayerFromTar(t, good[:len(good)/2])},
-		{"oversize-blob", RawLayer(gz, good, int64(len(gz)-100))},
-		{"diffid-mismatch", RawLayer(gz, append(append([]byte(nil), good...), 0), int64(len(gz)))},
+		{"dotdot", Layer(t, File("ok", "x"), File(rel+"/dotdot", "pwned")), false},
+		{"absolute", Layer(t, File(victimDir+"/absolute", "pwned")), false},
+		{"symlink-escape", Layer(t, Symlink("esc", victimDir), File("esc/via-symlink", "pwned")), false},
+		{"symlink-escape-relative", Layer(t, Symlink("up", strings.Repeat("../", 24)), File("up/"+strings.TrimPrefix(victimDir, "/")+"/via-rel-symlink", "pwned")), false},
+		{"symlink-parent-chain", Layer(t, Dir("a"), Symlink("a/b", "../.."), Symlink("c", "a/b/"+strings.Repeat("../", 22)+strings.TrimPrefix(victimDir, "/")), File("c/via-chain", "pwned")), false},
+		{"hardlink-escape", Layer(t, Hardlink("hl", rel+"/"+VictimFile)), false},
+		{"hardlink-absolute", Layer(t, Hardlink("hl", victimFile)), false},
+		{"hardlink-via-symlink", Layer(t, Symlink("s", victimDir), Hardlink("h", "s/"+VictimFile)), false},
+		{"whiteout-dotdot", Layer(t, File("ok", "x"), Whiteout(rel+"/"+VictimFile)), false},
+		{"whiteout-via-symlink", Layer(t, Symlink("w", victimDir), Whiteout("w/"+VictimFile)), false},
+		{"opaque-via-symlink", Layer(t, Symlink("o", victimDir), OpaqueWhiteout("o")), false},
+		{"corrupt-gzip", RawLayer(corrupt, good, int64(len(corrupt))), true},
+		{"truncated-gzip", RawLayer(gz[:len(gz)/2], good, int64(len(gz)/2)), true},
+		{"truncated-tar", LayerFromTar(t, good[:len(good)/2]), true},
+		{"oversize-blob", RawLayer(gz, good, int64(len(gz)-100)), true},
+		{"diffid-mismatch", RawLayer(gz, append(append([]byte(nil), good...), 0), int64(len(gz))), true},
 	}
 	return cases
 }

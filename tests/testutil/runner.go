@@ -79,6 +79,14 @@ func NewEnv(t testing.TB) *Env {
 	return e
 }
 
+// WithT returns a copy of the environment that reports to t (a subtest),
+// sharing the data and config dirs; the leak check stays with the parent.
+func (e *Env) WithT(t testing.TB) *Env {
+	c := *e
+	c.T = t
+	return &c
+}
+
 // GlobalArgs are the global flags that point rkt at this environment.
 func (e *Env) GlobalArgs() []string {
 	args := []string{
