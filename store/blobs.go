@@ -153,7 +153,7 @@ func (s *Store) newTempFile(prefix string) (*os.File, error) {
 
 // staleTempAge is how old an unlocked temp entry must be before cleanTemp
 // removes it (a fresh one may not be locked by its creator yet).
-const staleTempAge = time.Minute
+var staleTempAge = time.Minute
 
 // cleanTemp removes what killed processes left in the tmp dir: entries that
 // no live process holds a flock on.

@@ -45,8 +45,8 @@ type Auth struct {
 	RegistryToken string // bearer token sent as is
 }
 
-// Progress reports the download of one blob. Callbacks may come from several
-// goroutines at once (layers are fetched in parallel).
+// Progress reports the download of one layer blob. Layers are fetched in
+// parallel; the callbacks are serialized (never two at once).
 type Progress struct {
 	Digest  string // blob digest
 	Total   int64  // blob size from its descriptor

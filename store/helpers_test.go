@@ -106,7 +106,9 @@ type testRegistry struct {
 	handler    http.Handler
 	user, pass string // basic auth required when set
 	// blobHook, when set, rewrites the body of blob GETs.
-	blobHook func(digest string, body []byte) []byte
+	blobHook atomic.Pointer[func(digest string, body []byte) []byte]
+	// blobDelay, when set (ns), is slept after every 16 KiB of a blob GET.
+	blobDelay atomic.Int64
 }
 
 func startRegistry(t testing.TB) *testRegistry {
@@ -121,10 +123,28 @@ func startRegistry(t testing.TB) *testRegistry {
 				return
 			}
 		}
-		if r.blobHook != nil && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+		delay := time.Duration(r.blobDelay.Load())
+		if delay > 0 && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
 			rec := httptest.NewRecorder()
 			r.handler.ServeHTTP(rec, req)
-			body := r.blobHook(req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:], rec.Body.Bytes())
+			w.Header().Set("Content-Length", strconv.Itoa(rec.Body.Len()))
+			w.WriteHeader(rec.Code)
+			b := rec.Body.Bytes()
+			for len(b) > 0 {
+				n := min(len(b), 16<<10)
+				if _, err := w.Write(b[:n]); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				b = b[n:]
+				time.Sleep(delay)
+			}
+			return
+		}
+		if hook := r.blobHook.Load(); hook != nil && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
+			rec := httptest.NewRecorder()
+			r.handler.ServeHTTP(rec, req)
+			body := (*hook)(req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:], rec.Body.Bytes())
 			for k, v := range rec.Header() {
 				w.Header()[k] = v
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -106,10 +107,19 @@ func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, o
 	if jobs <= 0 {
 		jobs = 3
 	}
+	progress := opts.Progress
+	if progress != nil {
+		var mu sync.Mutex
+		progress = func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			opts.Progress(p)
+		}
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(jobs)
 	for _, l := range layers {
-		g.Go(func() error { return s.fetchLayer(ctx, img, l, opts.Progress) })
+		g.Go(func() error { return s.fetchLayer(ctx, img, l, progress) })
 	}
 	return g.Wait()
 }

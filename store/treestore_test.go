@@ -112,8 +112,8 @@ func TestCorruptLayerLeavesNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg.blobHook = tc.hook
-			defer func() { reg.blobHook = nil }()
+			reg.blobHook.Store(&tc.hook)
+			defer reg.blobHook.Store(nil)
 			s := newStore(t)
 			if _, err := s.Fetch(ctx, ref, FetchOptions{}); err == nil {
 				t.Fatal("fetch of a corrupt layer succeeded")
