@@ -105,7 +105,7 @@ func defaultConfList(cfg Config, withPorts bool) (map[string]interface{}, error)
 			"type":        "bridge",
 			"bridge":      cfg.bridge(),
 			"isGateway":   true,
-			"ipMasq":      true,
+			"ipMasq":      false, // see masquerade.go
 			"hairpinMode": true,
 			"ipam": map[string]interface{}{
 				"type":   "host-local",

@@ -63,7 +63,7 @@ func TestDefaultConfList(t *testing.T) {
 		}
 		br := plugins[0]
 		ipam := br["ipam"].(map[string]interface{})
-		if br["type"] != "bridge" || br["bridge"] != "br9" || br["ipMasq"] != true || br["isGateway"] != true ||
+		if br["type"] != "bridge" || br["bridge"] != "br9" || br["ipMasq"] != false || br["isGateway"] != true ||
 			ipam["dataDir"] != "/data/networks/ipam" || !strings.Contains(string(data), `"subnet":"10.9.0.0/16"`) {
 			t.Errorf("bridge plugin %v", br)
 		}

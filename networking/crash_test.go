@@ -144,7 +144,12 @@ func TestTeardownNetNSGone(t *testing.T) {
 	requireRoot(t)
 	cfg := testConfig(t)
 	ctx := context.Background()
-	pn := newPod(t, cfg, "default")
+	// A named network whose bridge plugin masquerades per pod.
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"masq","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","subnet":%q}}]}`, cfg.DefaultBridge, cfg.DefaultSubnet)
+	if err := os.WriteFile(filepath.Join(cfg.ConfDir, "masq.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pn := newPod(t, cfg, "masq")
 	pn.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
 	res, err := Setup(ctx, cfg, pn)
 	if err != nil {

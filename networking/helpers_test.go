@@ -38,13 +38,18 @@ func testConfig(t testing.TB) Config {
 	t.Helper()
 	bridge, subnet := testNet(t.Name())
 	restoreSysctl(t, "/proc/sys/net/ipv4/ip_forward")
-	t.Cleanup(func() { deleteLink(bridge) })
-	return Config{
+	cfg := Config{
 		DataDir:       t.TempDir(),
 		ConfDir:       t.TempDir(),
 		DefaultBridge: bridge,
 		DefaultSubnet: subnet,
 	}
+	t.Cleanup(func() {
+		if err := RemoveDefaultNetwork(context.Background(), cfg); err != nil {
+			t.Errorf("remove default network: %v", err)
+		}
+	})
+	return cfg
 }
 
 func restoreSysctl(t testing.TB, path string) {

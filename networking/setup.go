@@ -60,6 +60,17 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 		}
 	}
+	for _, n := range names {
+		if n == DefaultNetworkName {
+			subnet, err := cfg.subnet()
+			if err != nil {
+				return nil, err
+			}
+			if err := ensureMasquerade(ctx, cfg, subnet); err != nil {
+				return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
+			}
+		}
+	}
 	res.NetNS = filepath.Join(pn.Dir, schema.NetNSFile)
 	if err := save(pn.Dir, res); err != nil {
 		return nil, err
