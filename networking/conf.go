@@ -94,8 +94,8 @@ func findNamedNetwork(dir, name string) (map[string]interface{}, error) {
 }
 
 // defaultConfList is the built-in "default" network: a bridge with host-local
-// IPAM, outbound NAT, and portmap when the pod publishes ports.
-func defaultConfList(cfg Config, withPorts bool) (map[string]interface{}, error) {
+// IPAM (outbound NAT is one rule per subnet, see masquerade.go).
+func defaultConfList(cfg Config) (map[string]interface{}, error) {
 	subnet, err := cfg.subnet()
 	if err != nil {
 		return nil, err
@@ -118,9 +118,6 @@ func defaultConfList(cfg Config, withPorts bool) (map[string]interface{}, error)
 		"cniVersion": CNIVersion,
 		"name":       DefaultNetworkName,
 		"plugins":    plugins,
-	}
-	if withPorts {
-		addPortmap(list)
 	}
 	return list, nil
 }
@@ -164,31 +161,30 @@ func injectIPAMDataDir(list map[string]interface{}, dir string) {
 	}
 }
 
-// networkConfList builds the conflist bytes for the network name: the
-// built-in default or a named config from ConfDir.
-func networkConfList(cfg Config, name string, withPorts bool) ([]byte, error) {
-	var list map[string]interface{}
-	var err error
-	if name == DefaultNetworkName {
-		list, err = defaultConfList(cfg, withPorts)
-	} else {
-		list, err = findNamedNetwork(cfg.confDir(), name)
-		if err == nil && withPorts {
-			addPortmap(list)
-		}
+// networkConfList builds the conflist bytes for the network name: a config
+// named so in ConfDir or, for "default" without such a config, the built-in
+// default network (builtin is then true).
+func networkConfList(cfg Config, name string, withPorts bool) (data []byte, builtin bool, err error) {
+	list, err := findNamedNetwork(cfg.confDir(), name)
+	if errors.Is(err, ErrNetworkNotFound) && name == DefaultNetworkName {
+		builtin = true
+		list, err = defaultConfList(cfg)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if withPorts {
+		addPortmap(list)
 	}
 	injectIPAMDataDir(list, cfg.ipamDir())
-	data, err := json.Marshal(list)
+	data, err = json.Marshal(list)
 	if err != nil {
-		return nil, fmt.Errorf("cannot encode config of network %q: %w", name, err)
+		return nil, false, fmt.Errorf("cannot encode config of network %q: %w", name, err)
 	}
 	if _, err := libcni.ConfListFromBytes(data); err != nil {
-		return nil, fmt.Errorf("invalid config of network %q: %w", name, err)
+		return nil, false, fmt.Errorf("invalid config of network %q: %w", name, err)
 	}
-	return data, nil
+	return data, builtin, nil
 }
 
 // parseNetList splits PodNet.Net into network names ("" means default) and

@@ -53,9 +53,9 @@ func decodeList(t *testing.T, data []byte) (map[string]interface{}, []map[string
 func TestDefaultConfList(t *testing.T) {
 	cfg := Config{DataDir: "/data", DefaultBridge: "br9", DefaultSubnet: "10.9.0.0/16"}
 	for _, withPorts := range []bool{false, true} {
-		data, err := networkConfList(cfg, DefaultNetworkName, withPorts)
-		if err != nil {
-			t.Fatal(err)
+		data, builtin, err := networkConfList(cfg, DefaultNetworkName, withPorts)
+		if err != nil || !builtin {
+			t.Fatal(builtin, err)
 		}
 		list, plugins := decodeList(t, data)
 		if list["name"] != "default" || list["cniVersion"] != CNIVersion {
@@ -71,7 +71,7 @@ func TestDefaultConfList(t *testing.T) {
 			t.Errorf("withPorts=%v: plugins %v", withPorts, plugins)
 		}
 	}
-	if _, err := networkConfList(Config{DefaultSubnet: "nonsense"}, DefaultNetworkName, false); err == nil {
+	if _, _, err := networkConfList(Config{DefaultSubnet: "nonsense"}, DefaultNetworkName, false); err == nil {
 		t.Errorf("invalid subnet accepted")
 	}
 }
@@ -85,9 +85,9 @@ func TestNamedConfList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	data, err := networkConfList(cfg, "single", true)
-	if err != nil {
-		t.Fatal(err)
+	data, builtin, err := networkConfList(cfg, "single", true)
+	if err != nil || builtin {
+		t.Fatal(builtin, err)
 	}
 	list, plugins := decodeList(t, data)
 	if list["name"] != "single" || len(plugins) != 2 || plugins[0]["type"] != "bridge" || plugins[1]["type"] != "portmap" {
@@ -97,7 +97,7 @@ func TestNamedConfList(t *testing.T) {
 		t.Errorf("dataDir not injected: %s", data)
 	}
 
-	data, err = networkConfList(cfg, "withpm", true)
+	data, _, err = networkConfList(cfg, "withpm", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,15 @@ func TestNamedConfList(t *testing.T) {
 		t.Errorf("conflist with its own portmap and dataDir changed: %s", data)
 	}
 
-	if _, err := networkConfList(cfg, "missing", false); !errors.Is(err, ErrNetworkNotFound) {
+	if _, _, err := networkConfList(cfg, "missing", false); !errors.Is(err, ErrNetworkNotFound) {
 		t.Errorf("missing network: %v", err)
+	}
+
+	// A config named "default" replaces the built-in default network.
+	writeBridgeConf(t, dir, "30-mydefault.conf", DefaultNetworkName, "br-d", "10.3.0.0/24")
+	data, builtin, err = networkConfList(cfg, DefaultNetworkName, false)
+	if err != nil || builtin || !strings.Contains(string(data), "br-d") {
+		t.Errorf("overridden default: builtin=%v err=%v %s", builtin, err, data)
 	}
 }
 

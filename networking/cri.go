@@ -37,7 +37,7 @@ func NetworkReady(cfg Config) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	data, err := networkConfList(cfg, name, false)
+	data, _, err := networkConfList(cfg, name, false)
 	if err != nil {
 		return false, err.Error()
 	}

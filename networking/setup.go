@@ -56,17 +56,16 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 		return nil, fmt.Errorf("cannot publish ports of pod %q: network %q has no interface but loopback", pn.UUID, NetNone)
 	}
 	if names[0] != NetNone {
-		if res.Networks, err = planNetworks(cfg, names, pn); err != nil {
+		var builtin bool
+		if res.Networks, builtin, err = planNetworks(cfg, names, pn); err != nil {
 			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 		}
-	}
-	for _, n := range names {
-		if n == DefaultNetworkName {
+		if builtin {
 			subnet, err := cfg.subnet()
-			if err != nil {
-				return nil, err
+			if err == nil {
+				err = ensureMasquerade(ctx, cfg, subnet)
 			}
-			if err := ensureMasquerade(ctx, cfg, subnet); err != nil {
+			if err != nil {
 				return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 			}
 		}
@@ -86,15 +85,16 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 	return res, nil
 }
 
-// planNetworks builds the config of every network, ports on the first one.
-func planNetworks(cfg Config, names []string, pn PodNet) ([]NetworkResult, error) {
-	var nets []NetworkResult
+// planNetworks builds the config of every network, ports on the first one;
+// builtin says whether the built-in default network is among them.
+func planNetworks(cfg Config, names []string, pn PodNet) (nets []NetworkResult, builtin bool, err error) {
 	for i, name := range names {
 		withPorts := i == 0 && len(pn.Ports) > 0
-		conf, err := networkConfList(cfg, name, withPorts)
+		conf, isBuiltin, err := networkConfList(cfg, name, withPorts)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		builtin = builtin || isBuiltin
 		caps := map[string]interface{}{}
 		if withPorts {
 			caps["portMappings"] = cniPortMappings(pn.Ports)
@@ -113,7 +113,7 @@ func planNetworks(cfg Config, names []string, pn PodNet) ([]NetworkResult, error
 			CapabilityArgs: caps,
 		})
 	}
-	return nets, nil
+	return nets, builtin, nil
 }
 
 func cniPortMappings(ports []schema.PortMapping) []interface{} {
