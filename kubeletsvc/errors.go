@@ -8,6 +8,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
 )
 
 // Sentinel errors of the service; handlers wrap them with context and the
@@ -20,9 +23,8 @@ var (
 	errUnimplemented      = errors.New("not implemented")
 )
 
-// notFoundErrors, etc. are the sentinels of other packages (store, stage0)
-// that map to a code; they are registered by the files that use those
-// packages, so this file stays independent of them.
+// codeSentinels maps sentinel errors (errors.Is) of this package, stage0
+// and the store to gRPC codes; the first match wins.
 var codeSentinels = []struct {
 	err  error
 	code codes.Code
@@ -36,14 +38,17 @@ var codeSentinels = []struct {
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 	{fs.ErrPermission, codes.PermissionDenied},
-}
-
-// registerCode maps errors matching err (errors.Is) to code.
-func registerCode(err error, code codes.Code) {
-	codeSentinels = append(codeSentinels, struct {
-		err  error
-		code codes.Code
-	}{err, code})
+	{store.ErrImageNotFound, codes.NotFound},
+	{store.ErrAmbiguousRef, codes.InvalidArgument},
+	{store.ErrInvalidRef, codes.InvalidArgument},
+	{store.ErrImageInUse, codes.FailedPrecondition},
+	{stage0.ErrPodNotFound, codes.NotFound},
+	{stage0.ErrAppNotFound, codes.NotFound},
+	{stage0.ErrAmbiguousUUID, codes.InvalidArgument},
+	{stage0.ErrAppExists, codes.AlreadyExists},
+	{stage0.ErrNotRunning, codes.FailedPrecondition},
+	{stage0.ErrInvalidState, codes.FailedPrecondition},
+	{stage0.ErrInvalid, codes.InvalidArgument},
 }
 
 // toStatus turns a handler error into a gRPC status error carrying the

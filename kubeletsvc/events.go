@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,4 +60,15 @@ func (c *criService) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream g
 			}
 		}
 	}
+}
+
+// emit publishes a lifecycle event of ct with its current statuses.
+func (c *criService) emit(ct *container, t runtimeapi.ContainerEventType) {
+	c.events.publish(&runtimeapi.ContainerEventResponse{
+		ContainerId:        ct.id,
+		ContainerEventType: t,
+		CreatedAt:          time.Now().UnixNano(),
+		PodSandboxStatus:   sandboxStatus(ct.sb),
+		ContainersStatuses: []*runtimeapi.ContainerStatus{c.containerStatus(ct)},
+	})
 }

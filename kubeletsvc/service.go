@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -9,35 +10,69 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
 )
 
-// criService implements the CRI RuntimeService and ImageService.
+// criService implements the CRI RuntimeService and ImageService on stage0
+// and the store.
 type criService struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
 	cfg    Config
 	log    *slog.Logger
+	store  *store.Store
+	rt     *stage0.Runtime
+	net    networking.Config
 	stream streaming.Server // set by Server.Serve before serving
 
 	sandboxNames   *registrar.Registrar // name_namespace_uid_attempt -> pod UUID
 	containerNames *registrar.Registrar // name_sandbox_attempt -> container ID
 	events         *eventBus
+	stats          *cpuSampler
 
-	mu      sync.Mutex
-	podCIDR string // from UpdateRuntimeConfig
+	mu        sync.Mutex
+	resources map[string]*runtimeapi.LinuxContainerResources // container ID -> last update
 }
 
 func newCRIService(cfg Config) (*criService, error) {
+	st, err := store.Open(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	netCfg := networking.Config{DataDir: cfg.DataDir, ConfDir: cfg.CNIConfDir, PluginDirs: cfg.CNIPluginDirs}
+	logger := cfg.Logger
+	rt, err := stage0.New(stage0.Config{
+		DataDir:      cfg.DataDir,
+		Stage1Path:   cfg.Stage1Path,
+		Store:        st,
+		Net:          netCfg,
+		CgroupParent: cfg.CgroupParent,
+		Debug:        logger.Enabled(context.Background(), slog.LevelDebug),
+		Logf:         func(format string, args ...any) { logger.Debug("stage0: " + fmt.Sprintf(format, args...)) },
+	})
+	if err != nil {
+		return nil, err
+	}
 	return &criService{
 		cfg:            cfg,
-		log:            cfg.Logger,
+		log:            logger,
+		store:          st,
+		rt:             rt,
+		net:            netCfg,
 		sandboxNames:   registrar.New(),
 		containerNames: registrar.New(),
 		events:         newEventBus(),
+		stats:          newCPUSampler(),
+		resources:      map[string]*runtimeapi.LinuxContainerResources{},
 	}, nil
 }
 
-// startBackground starts the service's background work (none needs to
-// outlive ctx).
-func (c *criService) startBackground(ctx context.Context) {}
+// startBackground rebuilds the name reservations from the pod directories.
+func (c *criService) startBackground(ctx context.Context) {
+	if err := c.recover(ctx); err != nil {
+		c.log.Error("cannot recover the CRI state from the pod directories", "error", err)
+	}
+}

@@ -1,0 +1,140 @@
+package kubeletsvc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+)
+
+// applyLinux translates the Linux part of a container config: resources
+// and the security context.
+func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions) error {
+	if res := l.GetResources(); res != nil {
+		opts.Resources = linuxResources(res)
+		oom := int(res.GetOomScoreAdj())
+		opts.OOMScoreAdj = &oom
+	}
+	sc := l.GetSecurityContext()
+	if sc == nil {
+		opts.Seccomp = stage0.SeccompUnconfined
+		return nil
+	}
+	if u := sc.GetRunAsUser(); u != nil {
+		opts.User = strconv.FormatInt(u.GetValue(), 10)
+	} else if sc.GetRunAsUsername() != "" {
+		opts.User = sc.GetRunAsUsername()
+	}
+	if g := sc.GetRunAsGroup(); g != nil {
+		if opts.User == "" {
+			return invalidf("run_as_group needs run_as_user or run_as_username")
+		}
+		opts.Group = strconv.FormatInt(g.GetValue(), 10)
+	}
+	for _, g := range sc.GetSupplementalGroups() {
+		opts.SupplementaryGroups = append(opts.SupplementaryGroups, uint32(g))
+	}
+	opts.StrictGroups = sc.GetSupplementalGroupsPolicy() == runtimeapi.SupplementalGroupsPolicy_Strict
+	opts.Privileged = sc.GetPrivileged()
+	opts.ReadonlyRootfs = sc.GetReadonlyRootfs()
+	opts.NoNewPrivileges = sc.GetNoNewPrivs()
+	opts.MaskedPaths = append([]string{}, sc.GetMaskedPaths()...)
+	opts.ReadonlyPaths = append([]string{}, sc.GetReadonlyPaths()...)
+	if caps := sc.GetCapabilities(); caps != nil {
+		opts.CapsAdd = capNames(caps.GetAddCapabilities())
+		opts.CapsDrop = capNames(caps.GetDropCapabilities())
+	}
+	seccomp, err := seccompProfile(sc)
+	if err != nil {
+		return err
+	}
+	opts.Seccomp = seccomp
+	if err := applyLSM(sc, opts); err != nil {
+		return err
+	}
+	ns := sc.GetNamespaceOptions()
+	switch ns.GetPid() {
+	case runtimeapi.NamespaceMode_POD:
+		opts.PIDMode = stage0.NamespacePod
+	case runtimeapi.NamespaceMode_CONTAINER:
+		opts.PIDMode = stage0.NamespaceContainer
+	case runtimeapi.NamespaceMode_NODE:
+		opts.PIDMode = stage0.NamespaceNode
+	case runtimeapi.NamespaceMode_TARGET:
+		target, err := c.getContainer(ctx, ns.GetTargetId())
+		if err != nil {
+			return fmt.Errorf("PID namespace target: %w", err)
+		}
+		if target.sb.ID() != s.ID() {
+			return invalidf("PID namespace target %s is in another pod sandbox", ns.GetTargetId())
+		}
+		opts.PIDMode = stage0.NamespaceTarget
+		opts.PIDTarget = target.app.App.Name
+	}
+	if u := ns.GetUsernsOptions(); u != nil && u.GetMode() == runtimeapi.NamespaceMode_POD {
+		return fmt.Errorf("%w: user namespaces are not supported by rkt", errUnimplemented)
+	}
+	return nil
+}
+
+// capNames normalizes capability names to CAP_X ("ALL" stays).
+func capNames(in []string) []string {
+	var out []string
+	for _, c := range in {
+		c = strings.ToUpper(strings.TrimSpace(c))
+		if c != "ALL" && !strings.HasPrefix(c, "CAP_") {
+			c = "CAP_" + c
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// seccompProfile picks the seccomp profile name for stage0. As in every
+// CRI runtime, no profile means unconfined.
+func seccompProfile(sc *runtimeapi.LinuxContainerSecurityContext) (string, error) {
+	if p := sc.GetSeccomp(); p != nil {
+		switch p.GetProfileType() {
+		case runtimeapi.SecurityProfile_RuntimeDefault:
+			return stage0.SeccompDefault, nil
+		case runtimeapi.SecurityProfile_Unconfined:
+			return stage0.SeccompUnconfined, nil
+		case runtimeapi.SecurityProfile_Localhost:
+			if p.GetLocalhostRef() == "" {
+				return "", invalidf("localhost seccomp profile without a path")
+			}
+			return "localhost/" + p.GetLocalhostRef(), nil
+		}
+	}
+	switch p := sc.GetSeccompProfilePath(); {
+	case p == "" || p == "unconfined":
+		return stage0.SeccompUnconfined, nil
+	case p == "runtime/default" || p == "docker/default":
+		return stage0.SeccompDefault, nil
+	case strings.HasPrefix(p, "localhost/"):
+		return p, nil
+	default:
+		return "", invalidf("unknown seccomp profile %q", p)
+	}
+}
+
+// applyLSM passes AppArmor and SELinux settings to stage0, which refuses
+// them when the host has no such LSM; the runtime default and unconfined
+// need nothing.
+func applyLSM(sc *runtimeapi.LinuxContainerSecurityContext, opts *stage0.AppOptions) error {
+	if a := sc.GetApparmor(); a != nil {
+		if a.GetProfileType() == runtimeapi.SecurityProfile_Localhost {
+			opts.ApparmorProfile = a.GetLocalhostRef()
+		}
+	} else if p := sc.GetApparmorProfile(); p != "" && p != "runtime/default" && p != "unconfined" {
+		opts.ApparmorProfile = strings.TrimPrefix(p, "localhost/")
+	}
+	if se := sc.GetSelinuxOptions(); se != nil && (se.GetUser() != "" || se.GetRole() != "" || se.GetType() != "" || se.GetLevel() != "") {
+		opts.SelinuxLabel = strings.Join([]string{se.GetUser(), se.GetRole(), se.GetType(), se.GetLevel()}, ":")
+	}
+	return nil
+}

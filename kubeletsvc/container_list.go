@@ -1,0 +1,98 @@
+package kubeletsvc
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ListContainers lists the containers matching the filter.
+func (c *criService) ListContainers(ctx context.Context, r *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	items, err := c.containersMatching(ctx, r.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListContainersResponse{Containers: items}, nil
+}
+
+// StreamContainers is ListContainers in batches of streamBatch.
+func (c *criService) StreamContainers(r *runtimeapi.StreamContainersRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainersResponse]) error {
+	items, err := c.containersMatching(stream.Context(), r.GetFilter())
+	if err != nil {
+		return err
+	}
+	for len(items) > 0 {
+		n := min(len(items), streamBatch)
+		if err := stream.Send(&runtimeapi.StreamContainersResponse{Containers: items[:n]}); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+// filteredContainers returns the containers a filter selects.
+func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*container, error) {
+	var sbs []*sandbox
+	if f.GetPodSandboxId() != "" {
+		s, err := c.getSandbox(ctx, f.GetPodSandboxId())
+		if err != nil {
+			if isNotFound(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		sbs = []*sandbox{s}
+	} else {
+		var err error
+		if sbs, err = c.listSandboxes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var out []*container
+	for _, s := range sbs {
+		ctrs, err := s.containers()
+		if err != nil {
+			return nil, err
+		}
+		for _, ct := range ctrs {
+			if f.GetId() != "" && !strings.HasPrefix(ct.id, f.GetId()) {
+				continue
+			}
+			if f.GetState() != nil && f.GetState().GetState() != containerState(ct.app.State) {
+				continue
+			}
+			if !matchLabels(ct.cfg.GetLabels(), f.GetLabelSelector()) {
+				continue
+			}
+			out = append(out, ct)
+		}
+	}
+	return out, nil
+}
+
+func (c *criService) containersMatching(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	ctrs, err := c.filteredContainers(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	items := []*runtimeapi.Container{}
+	for _, ct := range ctrs {
+		st := c.containerStatus(ct)
+		items = append(items, &runtimeapi.Container{
+			Id:           ct.id,
+			PodSandboxId: ct.sb.ID(),
+			Metadata:     st.Metadata,
+			Image:        st.Image,
+			ImageRef:     st.ImageRef,
+			ImageId:      st.ImageId,
+			State:        st.State,
+			CreatedAt:    st.CreatedAt,
+			Labels:       st.Labels,
+			Annotations:  st.Annotations,
+		})
+	}
+	return items, nil
+}

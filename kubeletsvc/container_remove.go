@@ -1,0 +1,36 @@
+package kubeletsvc
+
+import (
+	"context"
+	"fmt"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RemoveContainer removes a container, stopping it first if it runs.
+// api.proto: "This call is idempotent, and must not return an error if the
+// container has already been removed."
+func (c *criService) RemoveContainer(ctx context.Context, r *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	ct, err := c.getContainer(ctx, r.GetContainerId())
+	if err != nil {
+		if isNotFound(err) {
+			return &runtimeapi.RemoveContainerResponse{}, nil
+		}
+		return nil, err
+	}
+	if err := c.rt.RemoveApp(ctx, ct.sb.ID(), ct.app.App.Name); err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("cannot remove container %s: %w", ct.id, err)
+	}
+	c.containerNames.Release(ct.id)
+	c.forgetContainer(ct.id)
+	c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+// forgetContainer drops what the service keeps in memory about a container.
+func (c *criService) forgetContainer(id string) {
+	c.mu.Lock()
+	delete(c.resources, id)
+	c.mu.Unlock()
+	c.stats.forget(id)
+}

@@ -1,0 +1,149 @@
+package kubeletsvc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
+)
+
+// ContainerStats returns the resource usage of one container.
+func (c *criService) ContainerStats(ctx context.Context, r *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	ct, err := c.getContainer(ctx, r.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.containerStats(ctx, ct)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: st}, nil
+}
+
+// ListContainerStats returns the resource usage of the containers a filter
+// selects.
+func (c *criService) ListContainerStats(ctx context.Context, r *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
+	stats, err := c.listContainerStats(ctx, r.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListContainerStatsResponse{Stats: stats}, nil
+}
+
+// StreamContainerStats is ListContainerStats in batches of streamBatch.
+func (c *criService) StreamContainerStats(r *runtimeapi.StreamContainerStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainerStatsResponse]) error {
+	stats, err := c.listContainerStats(stream.Context(), r.GetFilter())
+	if err != nil {
+		return err
+	}
+	for len(stats) > 0 {
+		n := min(len(stats), streamBatch)
+		if err := stream.Send(&runtimeapi.StreamContainerStatsResponse{ContainerStats: stats[:n]}); err != nil {
+			return err
+		}
+		stats = stats[n:]
+	}
+	return nil
+}
+
+func (c *criService) listContainerStats(ctx context.Context, f *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	ctrs, err := c.filteredContainers(ctx, &runtimeapi.ContainerFilter{
+		Id: f.GetId(), PodSandboxId: f.GetPodSandboxId(), LabelSelector: f.GetLabelSelector(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []*runtimeapi.ContainerStats{}
+	for _, ct := range ctrs {
+		st, err := c.containerStats(ctx, ct)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// containerStats reads a container's usage from stage1; a container that
+// does not run reports its attributes and no usage.
+func (c *criService) containerStats(ctx context.Context, ct *container) (*runtimeapi.ContainerStats, error) {
+	out := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
+		Id: ct.id, Metadata: ct.cfg.GetMetadata(), Labels: ct.cfg.GetLabels(), Annotations: ct.cfg.GetAnnotations(),
+	}}
+	if ct.app.State != schema.AppRunning || !ct.sb.ready() {
+		return out, nil
+	}
+	s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
+	if err != nil {
+		if isNotFound(err) {
+			return out, nil // exited meanwhile
+		}
+		return nil, fmt.Errorf("cannot read the stats of container %s: %w", ct.id, err)
+	}
+	cpu, mem := c.usage(ct.id, s)
+	out.Cpu, out.Memory = cpu, mem
+	out.WritableLayer = &runtimeapi.FilesystemUsage{
+		Timestamp: s.Timestamp.UnixNano(),
+		FsId:      &runtimeapi.FilesystemIdentifier{Mountpoint: ct.sb.pod.Dir},
+		UsedBytes: &runtimeapi.UInt64Value{Value: 0},
+	}
+	return out, nil
+}
+
+// usage converts stage0 stats to CRI's cpu and memory usage.
+func (c *criService) usage(key string, s *stage0.AppStats) (*runtimeapi.CpuUsage, *runtimeapi.MemoryUsage) {
+	ts := s.Timestamp.UnixNano()
+	cpu := &runtimeapi.CpuUsage{
+		Timestamp:            ts,
+		UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: s.CPUUsageNanos},
+		UsageNanoCores:       &runtimeapi.UInt64Value{Value: c.stats.rate(key, s.Timestamp, s.CPUUsageNanos)},
+	}
+	mem := &runtimeapi.MemoryUsage{
+		Timestamp:       ts,
+		WorkingSetBytes: &runtimeapi.UInt64Value{Value: s.MemoryWorkingSet},
+		UsageBytes:      &runtimeapi.UInt64Value{Value: s.MemoryUsage},
+	}
+	if s.MemoryLimit > 0 && s.MemoryLimit > s.MemoryWorkingSet {
+		mem.AvailableBytes = &runtimeapi.UInt64Value{Value: s.MemoryLimit - s.MemoryWorkingSet}
+	}
+	return cpu, mem
+}
+
+// cpuSampler remembers the last CPU sample of each container (or pod) to
+// compute usage in nano cores between two calls, as cadvisor does.
+type cpuSampler struct {
+	mu   sync.Mutex
+	last map[string]cpuSample
+}
+
+type cpuSample struct {
+	at    time.Time
+	usage uint64
+}
+
+func newCPUSampler() *cpuSampler { return &cpuSampler{last: map[string]cpuSample{}} }
+
+// rate records a sample and returns the usage rate since the previous one
+// (0 for the first).
+func (s *cpuSampler) rate(key string, at time.Time, usage uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.last[key]
+	s.last[key] = cpuSample{at, usage}
+	if !ok || !at.After(prev.at) || usage < prev.usage {
+		return 0
+	}
+	return uint64(float64(usage-prev.usage) / at.Sub(prev.at).Seconds())
+}
+
+func (s *cpuSampler) forget(key string) {
+	s.mu.Lock()
+	delete(s.last, key)
+	s.mu.Unlock()
+}

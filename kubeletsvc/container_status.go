@@ -1,0 +1,114 @@
+package kubeletsvc
+
+import (
+	"context"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// ContainerStatus returns a container's status; verbose adds its runtime
+// spec and pid under "info".
+func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	ct, err := c.getContainer(ctx, r.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	st := c.containerStatus(ct)
+	spec, specErr := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
+	if specErr == nil && spec.Process != nil {
+		u := spec.Process.User
+		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID)}
+		for _, g := range u.AdditionalGids {
+			lu.SupplementalGroups = append(lu.SupplementalGroups, int64(g))
+		}
+		st.User = &runtimeapi.ContainerUser{Linux: lu}
+		if spec.Linux != nil {
+			st.Resources = &runtimeapi.ContainerResources{Linux: criResources(spec.Linux.Resources, spec.Process.OOMScoreAdj)}
+		}
+	}
+	c.mu.Lock()
+	if res := c.resources[ct.id]; res != nil {
+		st.Resources = &runtimeapi.ContainerResources{Linux: res}
+	}
+	c.mu.Unlock()
+	resp := &runtimeapi.ContainerStatusResponse{Status: st}
+	if r.GetVerbose() {
+		info := map[string]any{
+			"sandboxID": ct.sb.ID(),
+			"app":       ct.app.App.Name,
+			"pid":       ct.app.Pid,
+			"signal":    ct.app.Signal,
+			"config":    ct.cfg,
+		}
+		if specErr == nil {
+			info["runtimeSpec"] = spec
+		}
+		resp.Info = map[string]string{"info": toJSON(info)}
+	}
+	return resp, nil
+}
+
+// containerState maps an app's state to the CRI's.
+func containerState(a schema.AppState) runtimeapi.ContainerState {
+	switch a {
+	case schema.AppCreated:
+		return runtimeapi.ContainerState_CONTAINER_CREATED
+	case schema.AppRunning:
+		return runtimeapi.ContainerState_CONTAINER_RUNNING
+	case schema.AppExited:
+		return runtimeapi.ContainerState_CONTAINER_EXITED
+	}
+	return runtimeapi.ContainerState_CONTAINER_UNKNOWN
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// containerStatus builds the CRI status of a container from its app's
+// manifest entry and recorded status.
+func (c *criService) containerStatus(ct *container) *runtimeapi.ContainerStatus {
+	a := ct.app
+	created := a.CreatedAt
+	if created.IsZero() {
+		created = a.App.CreatedAt
+	}
+	imageRef := a.App.Annotations[annoImageRef]
+	st := &runtimeapi.ContainerStatus{
+		Id:          ct.id,
+		Metadata:    ct.cfg.GetMetadata(),
+		State:       containerState(a.State),
+		CreatedAt:   unixNano(created),
+		StartedAt:   unixNano(a.StartedAt),
+		FinishedAt:  unixNano(a.FinishedAt),
+		Image:       &runtimeapi.ImageSpec{Image: a.App.Annotations[annoImage], UserSpecifiedImage: ct.cfg.GetImage().GetUserSpecifiedImage(), Annotations: ct.cfg.GetImage().GetAnnotations()},
+		ImageRef:    imageRef,
+		ImageId:     imageRef,
+		Labels:      ct.cfg.GetLabels(),
+		Annotations: ct.cfg.GetAnnotations(),
+		Mounts:      ct.cfg.GetMounts(),
+		LogPath:     a.LogPath,
+		Message:     a.Message,
+	}
+	if a.State == schema.AppExited {
+		st.ExitCode = int32(a.ExitCode)
+		switch {
+		case a.OOMKilled:
+			st.Reason = "OOMKilled"
+		case a.ExitCode == 0:
+			st.Reason = "Completed"
+		default:
+			st.Reason = "Error"
+		}
+		if a.Reason != "" && a.Reason != st.Reason && st.Message == "" {
+			st.Message = a.Reason
+		}
+	}
+	return st
+}

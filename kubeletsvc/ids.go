@@ -1,0 +1,189 @@
+package kubeletsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+)
+
+// A sandbox ID is its pod's UUID. A container ID is 64 hex digits: the pod
+// UUID without dashes, then 32 random ones, so the pod of a container is
+// known from its ID alone.
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+}
+
+// newContainerID returns a new container ID in the pod podUUID.
+func newContainerID(podUUID string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(podUUID, "-", "") + hex.EncodeToString(b[:]), nil
+}
+
+// podOfContainerID returns the pod UUID a full container ID names.
+func podOfContainerID(id string) (string, bool) {
+	if len(id) != 64 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", false
+	}
+	h := id[:32]
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], true
+}
+
+// sandbox is a CRI sandbox: a stage0 pod with CRI metadata.
+type sandbox struct {
+	pod *stage0.PodStatus
+	cfg *runtimeapi.PodSandboxConfig
+}
+
+// ID returns the sandbox ID.
+func (s *sandbox) ID() string { return s.pod.UUID }
+
+// ready reports whether the sandbox's supervisor runs.
+func (s *sandbox) ready() bool { return s.pod.State == stage0.PodRunning }
+
+// container is a CRI container: an app of a CRI sandbox.
+type container struct {
+	id  string
+	sb  *sandbox
+	app *stage0.AppStatus
+	cfg *runtimeapi.ContainerConfig
+}
+
+// asSandbox returns the CRI view of a pod; nil for pods that are not CRI
+// sandboxes (made by the CLI) or still embryos.
+func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
+	if ps.Manifest == nil {
+		return nil, nil
+	}
+	cfg, err := sandboxConfigOf(ps.Manifest.Annotations)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	return &sandbox{pod: ps, cfg: cfg}, nil
+}
+
+// containers returns the CRI containers of a sandbox.
+func (s *sandbox) containers() ([]*container, error) {
+	var out []*container
+	for i := range s.pod.Apps {
+		a := &s.pod.Apps[i]
+		cfg, err := containerConfigOf(a.App.Annotations)
+		if err != nil {
+			return nil, fmt.Errorf("app %q of pod %s: %w", a.App.Name, s.pod.UUID, err)
+		}
+		if cfg == nil {
+			continue
+		}
+		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg})
+	}
+	return out, nil
+}
+
+// listSandboxes returns every CRI sandbox.
+func (c *criService) listSandboxes(ctx context.Context) ([]*sandbox, error) {
+	pods, err := c.rt.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*sandbox
+	for _, p := range pods {
+		s, err := asSandbox(p)
+		if err != nil {
+			c.log.Warn("skipping pod with unreadable CRI metadata", "pod", p.UUID, "error", err)
+			continue
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// getSandbox finds a sandbox by ID (or unique ID prefix).
+func (c *criService) getSandbox(ctx context.Context, id string) (*sandbox, error) {
+	if id == "" {
+		return nil, invalidf("no pod sandbox ID given")
+	}
+	ps, err := c.rt.Status(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("pod sandbox %q: %w", id, err)
+	}
+	s, err := asSandbox(ps)
+	if err != nil {
+		return nil, fmt.Errorf("pod sandbox %q: %w", id, err)
+	}
+	if s == nil {
+		return nil, notFoundf("pod sandbox %q: pod %s is not a CRI sandbox", id, ps.UUID)
+	}
+	return s, nil
+}
+
+// getContainer finds a container by ID (or unique ID prefix).
+func (c *criService) getContainer(ctx context.Context, id string) (*container, error) {
+	if id == "" {
+		return nil, invalidf("no container ID given")
+	}
+	if uuid, ok := podOfContainerID(id); ok {
+		s, err := c.getSandbox(ctx, uuid)
+		if err != nil {
+			if errors.Is(err, stage0.ErrPodNotFound) || errors.Is(err, errNotFound) {
+				return nil, notFoundf("container %q: its pod sandbox %s does not exist", id, uuid)
+			}
+			return nil, err
+		}
+		ctrs, err := s.containers()
+		if err != nil {
+			return nil, err
+		}
+		for _, ct := range ctrs {
+			if ct.id == id {
+				return ct, nil
+			}
+		}
+		return nil, notFoundf("container %q", id)
+	}
+	sbs, err := c.listSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var found []*container
+	for _, s := range sbs {
+		ctrs, err := s.containers()
+		if err != nil {
+			return nil, err
+		}
+		for _, ct := range ctrs {
+			if strings.HasPrefix(ct.id, id) {
+				found = append(found, ct)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, notFoundf("container %q", id)
+	case 1:
+		return found[0], nil
+	}
+	return nil, invalidf("container ID prefix %q is ambiguous (%d matches)", id, len(found))
+}

@@ -1,0 +1,72 @@
+package kubeletsvc
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/store"
+)
+
+// PullImage fetches an image into the store, through the registry mirrors
+// and with the credentials of rkt's configuration directories, or with the
+// auth the kubelet passes. It returns the image ID (its config digest).
+func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref := r.GetImage().GetImage()
+	if ref == "" {
+		return nil, invalidf("no image to pull")
+	}
+	regs, err := config.Load(c.cfg.ConfigDirs...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the registry configuration: %w", err)
+	}
+	auth, err := pullAuth(r.GetAuth())
+	if err != nil {
+		return nil, err
+	}
+	img, err := c.store.Fetch(ctx, ref, store.FetchOptions{
+		PullPolicy:   store.PullUpdate,
+		Auth:         auth,
+		Registries:   regs,
+		InsecureHTTP: c.cfg.InsecureHTTP,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cannot pull image %q: %w (%v)", ref, ctx.Err(), err)
+		}
+		return nil, fmt.Errorf("cannot pull image %q: %w", ref, err)
+	}
+	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullAuth translates the kubelet's registry credentials.
+func pullAuth(a *runtimeapi.AuthConfig) (*store.Auth, error) {
+	if a == nil {
+		return nil, nil
+	}
+	out := &store.Auth{
+		Username:      a.GetUsername(),
+		Password:      a.GetPassword(),
+		IdentityToken: a.GetIdentityToken(),
+		RegistryToken: a.GetRegistryToken(),
+	}
+	if a.GetAuth() != "" && out.Username == "" {
+		b, err := base64.StdEncoding.DecodeString(a.GetAuth())
+		if err != nil {
+			return nil, invalidf("auth config: bad base64 in auth: %v", err)
+		}
+		user, pass, ok := strings.Cut(string(b), ":")
+		if !ok {
+			return nil, invalidf("auth config: auth is not user:password")
+		}
+		out.Username, out.Password = user, pass
+	}
+	if *out == (store.Auth{}) {
+		return nil, nil
+	}
+	return out, nil
+}

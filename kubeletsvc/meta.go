@@ -1,0 +1,139 @@
+package kubeletsvc
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CRI metadata is kept in pod and app annotations so that the pod
+// directories alone describe every sandbox and container: a restarted
+// service (and `rkt list`) reads it back. The readable keys carry the
+// Kubernetes names; the config keys carry the whole CRI config as JSON.
+const (
+	annoPrefix = "io.rkt.kubelet-service/"
+
+	annoKind      = annoPrefix + "kind" // "sandbox" on CRI pods, "container" on CRI apps
+	kindSandbox   = "sandbox"
+	kindContainer = "container"
+
+	annoName        = annoPrefix + "name"      // metadata.name
+	annoNamespace   = annoPrefix + "namespace" // sandbox metadata.namespace
+	annoUID         = annoPrefix + "uid"       // sandbox metadata.uid
+	annoAttempt     = annoPrefix + "attempt"   // metadata.attempt
+	annoConfig      = annoPrefix + "config"    // PodSandboxConfig / ContainerConfig, protojson
+	annoHandler     = annoPrefix + "runtime-handler"
+	annoContainerID = annoPrefix + "container-id" // the CRI container ID of an app
+	annoImageRef    = annoPrefix + "image-ref"    // image ID the container runs
+	annoImage       = annoPrefix + "image"        // image as the kubelet named it
+)
+
+// Kubernetes-readable annotation keys, for `rkt list` and friends.
+const (
+	// AnnotationKind marks CRI pods ("sandbox") and apps ("container").
+	AnnotationKind = annoKind
+	// AnnotationName is the Kubernetes name of a CRI pod or container.
+	AnnotationName = annoName
+	// AnnotationNamespace is the Kubernetes namespace of a CRI pod.
+	AnnotationNamespace = annoNamespace
+	// AnnotationContainerID is the CRI container ID of an app.
+	AnnotationContainerID = annoContainerID
+)
+
+var pjson = protojson.MarshalOptions{UseProtoNames: true}
+
+// sandboxAnnotations encodes a sandbox's CRI metadata for its pod.
+func sandboxAnnotations(cfg *runtimeapi.PodSandboxConfig, handler string) (map[string]string, error) {
+	b, err := pjson.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the sandbox config: %w", err)
+	}
+	md := cfg.GetMetadata()
+	return map[string]string{
+		annoKind:      kindSandbox,
+		annoName:      md.GetName(),
+		annoNamespace: md.GetNamespace(),
+		annoUID:       md.GetUid(),
+		annoAttempt:   strconv.FormatUint(uint64(md.GetAttempt()), 10),
+		annoConfig:    string(b),
+		annoHandler:   handler,
+	}, nil
+}
+
+// sandboxConfigOf decodes the CRI config of a pod; nil when it is not a
+// CRI sandbox.
+func sandboxConfigOf(annos map[string]string) (*runtimeapi.PodSandboxConfig, error) {
+	if annos[annoKind] != kindSandbox {
+		return nil, nil
+	}
+	cfg := &runtimeapi.PodSandboxConfig{}
+	if err := protojson.Unmarshal([]byte(annos[annoConfig]), cfg); err != nil {
+		return nil, fmt.Errorf("cannot decode the sandbox config annotation: %w", err)
+	}
+	return cfg, nil
+}
+
+// containerAnnotations encodes a container's CRI metadata for its app.
+func containerAnnotations(id string, cfg *runtimeapi.ContainerConfig, imageRef, image string) (map[string]string, error) {
+	b, err := pjson.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the container config: %w", err)
+	}
+	return map[string]string{
+		annoKind:        kindContainer,
+		annoContainerID: id,
+		annoName:        cfg.GetMetadata().GetName(),
+		annoAttempt:     strconv.FormatUint(uint64(cfg.GetMetadata().GetAttempt()), 10),
+		annoConfig:      string(b),
+		annoImageRef:    imageRef,
+		annoImage:       image,
+	}, nil
+}
+
+// containerConfigOf decodes the CRI config of an app; nil when it is not a
+// CRI container.
+func containerConfigOf(annos map[string]string) (*runtimeapi.ContainerConfig, error) {
+	if annos[annoKind] != kindContainer {
+		return nil, nil
+	}
+	cfg := &runtimeapi.ContainerConfig{}
+	if err := protojson.Unmarshal([]byte(annos[annoConfig]), cfg); err != nil {
+		return nil, fmt.Errorf("cannot decode the container config annotation: %w", err)
+	}
+	return cfg, nil
+}
+
+// sandboxKey is the name a sandbox reserves (name_namespace_uid_attempt).
+func sandboxKey(md *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%d", md.GetName(), md.GetNamespace(), md.GetUid(), md.GetAttempt())
+}
+
+// containerKey is the name a container reserves in its sandbox.
+func containerKey(sandboxID string, md *runtimeapi.ContainerMetadata) string {
+	return fmt.Sprintf("%s_%s_%d", md.GetName(), sandboxID, md.GetAttempt())
+}
+
+// copyMap returns a copy of m (never nil).
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// toJSON renders v for verbose info maps.
+func toJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	return string(b)
+}
+
+// nowNano is the current time in nanoseconds since the epoch.
+func nowNano() int64 { return time.Now().UnixNano() }

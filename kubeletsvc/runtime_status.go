@@ -1,0 +1,80 @@
+package kubeletsvc
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/networking"
+)
+
+// Status reports the runtime's conditions (RuntimeReady; NetworkReady
+// false, with the reason, while no usable CNI network is configured), its
+// runtime handlers and features.
+func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	runtimeCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.RuntimeReady, Status: true}
+	netCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if ok, why := networking.NetworkReady(c.net); !ok {
+		netCond.Status = false
+		netCond.Reason = "NetworkPluginNotReady"
+		netCond.Message = "no usable CNI network for pods: " + why
+	}
+	resp := &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeCond, netCond}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
+			Name: "",
+			Features: &runtimeapi.RuntimeHandlerFeatures{
+				RecursiveReadOnlyMounts: true,
+				UserNamespaces:          false,
+			},
+		}},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+	}
+	if r.GetVerbose() {
+		cfg := c.rt.Config()
+		resp.Info = map[string]string{"config": toJSON(map[string]any{
+			"dataDir":       cfg.DataDir,
+			"stage1Path":    cfg.Stage1Path,
+			"cgroupParent":  cfg.CgroupParent,
+			"cniConfDir":    c.net.ConfDir,
+			"cniPluginDirs": c.net.PluginDirs,
+			"configDirs":    c.cfg.ConfigDirs,
+		})}
+	}
+	return resp, nil
+}
+
+// RuntimeConfig reports the cgroup driver: stage0 manages cgroups with
+// cgroupfs paths.
+func (c *criService) RuntimeConfig(ctx context.Context, r *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{
+		CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS,
+	}}, nil
+}
+
+// UpdateRuntimeConfig takes the node's pod CIDR for the built-in default
+// network.
+func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	cidr := r.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
+	if cidr == "" {
+		return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+	}
+	if err := networking.SetDefaultSubnet(c.net, cidr); err != nil {
+		return nil, invalidf("pod CIDR %q: %v", cidr, err)
+	}
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// CheckpointContainer is not supported: rkt has no CRIU integration.
+func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
+	return nil, errorUnimplemented("checkpointing containers (rkt has no CRIU support)")
+}
+
+func errorUnimplemented(what string) error {
+	return &unimplementedError{what}
+}
+
+type unimplementedError struct{ what string }
+
+func (e *unimplementedError) Error() string { return e.what + " is not implemented" }
+func (e *unimplementedError) Unwrap() error { return errUnimplemented }

@@ -1,0 +1,78 @@
+package kubeletsvc
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ListPodSandbox lists the sandboxes matching the filter.
+func (c *criService) ListPodSandbox(ctx context.Context, r *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	items, err := c.podSandboxes(ctx, r.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
+}
+
+// streamBatch is how many items each message of a Stream* call carries.
+const streamBatch = 500
+
+// StreamPodSandboxes is ListPodSandbox in batches of streamBatch.
+func (c *criService) StreamPodSandboxes(r *runtimeapi.StreamPodSandboxesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxesResponse]) error {
+	items, err := c.podSandboxes(stream.Context(), r.GetFilter())
+	if err != nil {
+		return err
+	}
+	for len(items) > 0 {
+		n := min(len(items), streamBatch)
+		if err := stream.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: items[:n]}); err != nil {
+			return err
+		}
+		items = items[n:]
+	}
+	return nil
+}
+
+func (c *criService) podSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	sbs, err := c.listSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items := []*runtimeapi.PodSandbox{}
+	for _, s := range sbs {
+		if f != nil {
+			if f.GetId() != "" && !strings.HasPrefix(s.ID(), f.GetId()) {
+				continue
+			}
+			if f.GetState() != nil && f.GetState().GetState() != sandboxState(s) {
+				continue
+			}
+			if !matchLabels(s.cfg.GetLabels(), f.GetLabelSelector()) {
+				continue
+			}
+		}
+		items = append(items, &runtimeapi.PodSandbox{
+			Id:             s.ID(),
+			Metadata:       s.cfg.GetMetadata(),
+			State:          sandboxState(s),
+			CreatedAt:      s.pod.CreatedAt.UnixNano(),
+			Labels:         s.cfg.GetLabels(),
+			Annotations:    s.cfg.GetAnnotations(),
+			RuntimeHandler: s.pod.Manifest.Annotations[annoHandler],
+		})
+	}
+	return items, nil
+}
+
+// matchLabels reports whether labels hold every key=value of selector.
+func matchLabels(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
