@@ -114,7 +114,7 @@ func (a *app) start() (retErr error) {
 	if err != nil {
 		return err
 	}
-	if err := ctr.Run(p); err != nil {
+	if err := a.sv.spawner.do(func() error { return ctr.Run(p) }); err != nil {
 		aio.abort()
 		return fmt.Errorf("cannot start app %q: %w", a.name, err)
 	}

@@ -119,7 +119,7 @@ func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *e
 			pipes[5].Close()
 		}
 	}
-	if err := ctr.Run(p); err != nil {
+	if err := sv.spawner.do(func() error { return ctr.Run(p) }); err != nil {
 		closeChild()
 		eio.closeAll()
 		if consoleSk != nil {

@@ -132,7 +132,7 @@ func randHex(n int) string {
 
 // testPod is a pod directory and its supervisor.
 type testPod struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	manifest schema.PodManifest
 	cmd      *exec.Cmd
@@ -140,7 +140,7 @@ type testPod struct {
 	client   *control.Client
 }
 
-func newPod(t *testing.T, edit func(*schema.PodManifest)) *testPod {
+func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
 	t.Helper()
 	needRoot(t)
 	binary(t)
@@ -197,7 +197,7 @@ func (p *testPod) addApp(name string, app schema.App, args []string, edit func(*
 	p.writeManifest()
 }
 
-func writeJSON(t *testing.T, path string, v any) {
+func writeJSON(t testing.TB, path string, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +329,7 @@ func (p *testPod) exec(app string, args ...string) (string, int) {
 	return out.String(), code
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c

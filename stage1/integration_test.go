@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -369,5 +372,43 @@ func TestContextCancelKillsExec(t *testing.T) {
 			t.Fatalf("exec'd process survived the cancelled client: %q", out)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPodNetns(t *testing.T) {
+	p := newPod(t, func(m *schema.PodManifest) {
+		m.Net = "default"
+		m.Sysctls = map[string]string{"net.ipv4.tcp_keepalive_time": "1234"}
+	})
+	// Without the netns stage0 should have made, the pod cannot start.
+	if err := p.start(modeSandbox); err == nil || !strings.Contains(err.Error(), "netns") {
+		t.Fatalf("start without netns: %v", err)
+	}
+	nsFile := filepath.Join(p.dir, schema.NetNSFile)
+	if err := os.WriteFile(nsFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("unshare", "--net="+nsFile, "true").CombinedOutput(); err != nil {
+		t.Fatalf("unshare: %v: %s", err, out)
+	}
+	p.addApp("a", schema.App{}, []string{"sleep", "1000"}, nil)
+	p.mustStart(modeSandbox)
+	if err := p.client.StartApp(ctx(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(nsFile, &st); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := p.exec("a", "readlink", "/proc/self/ns/net")
+	if want := fmt.Sprintf("net:[%d]", st.Ino); strings.TrimSpace(out) != want {
+		t.Errorf("app netns %q, want %q", out, want)
+	}
+	if out, _ := p.exec("a", "cat", "/proc/sys/net/ipv4/tcp_keepalive_time"); strings.TrimSpace(out) != "1234" {
+		t.Errorf("net sysctl in the pod: %q", out)
+	}
+	host, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_keepalive_time")
+	if strings.TrimSpace(string(host)) == "1234" {
+		t.Error("the net sysctl changed the host")
 	}
 }

@@ -6,8 +6,7 @@
 //	stage1 gc --pod-dir=DIR [--debug]
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
-// container; `stage1 pidns` is the reaper of a pod's shared PID namespace;
-// `stage1 watchdog` cleans the pod if the supervisor is killed.
+// container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
 package main
 
 import (
@@ -21,6 +20,7 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
 	_ "github.com/opencontainers/cgroups/devices"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -29,6 +29,11 @@ func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		runtime.GOMAXPROCS(1)
 		runtime.LockOSThread()
+		// This is the container's process (nsexec already forked it with
+		// CLONE_PARENT: its parent is the supervisor's spawner thread).
+		// libcontainer's ParentDeathSignal does not survive that fork, so
+		// set it here; libcontainer keeps it across the user switch.
+		unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 		libcontainer.Init()
 	}
 }
@@ -77,8 +82,7 @@ func main() {
 		err = runSupervisor(*podDir, *mode)
 	case "gc":
 		err = gcPod(*podDir)
-	case "watchdog":
-		err = runWatchdog(*podDir)
+
 	default:
 		usage()
 		os.Exit(2)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -37,7 +36,6 @@ type supervisor struct {
 	systemd    bool
 	pidns      *pidnsHolder
 	spawner    *spawner
-	watchdog   *exec.Cmd
 	listener   net.Listener
 
 	mu       sync.Mutex
@@ -78,7 +76,7 @@ func runSupervisor(podDir, mode string) error {
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
-	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{})}
+	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: newSpawner()}
 	if err := sv.setup(); err != nil {
 		sv.cleanup()
 		return reportReady(ready, err)
@@ -139,10 +137,6 @@ func (sv *supervisor) setup() error {
 		return err
 	}
 	if err := applySysctls(m.Sysctls, sv.namespaces.net); err != nil {
-		return err
-	}
-	sv.spawner = newSpawner()
-	if sv.watchdog, err = startWatchdog(sv.spawner, sv.podDir); err != nil {
 		return err
 	}
 	if m.SharedPID {
@@ -248,9 +242,5 @@ func (sv *supervisor) doCleanup() {
 		if err := cleanupPod(sv.podDir, sv.manifest); err != nil {
 			logf("cleanup: %v", err)
 		}
-	}
-	if sv.watchdog != nil {
-		sv.watchdog.Process.Kill()
-		sv.watchdog.Wait()
 	}
 }

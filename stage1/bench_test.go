@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// memKB reads a kB field of pid's /proc file (status: VmRSS; smaps_rollup:
+// Pss, which shares the binary's pages among the processes that map them).
+func memKB(tb testing.TB, pid int, file, field string) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkStage1 reports, median of 20: supervisor start (to ready), app
+// start (StartApp until the process runs), app stop (SIGKILL until the exit
+// is recorded), exec of /bin/true; and the supervisor's RSS with one app
+// (RSS and PSS).
+func BenchmarkStage1(b *testing.B) {
+	const n = 20
+	var ready, start, stop, execT []time.Duration
+	var rss, pss int
+	for range b.N {
+		for i := range n {
+			p := newPod(b, nil)
+			p.addApp("a", schema.App{}, []string{"sleep", "1000"}, nil)
+			t0 := time.Now()
+			p.mustStart(modeSandbox)
+			ready = append(ready, time.Since(t0))
+			if i == 0 {
+				for j := range n {
+					t0 = time.Now()
+					if err := p.client.StartApp(ctx(b), "a"); err != nil {
+						b.Fatal(err)
+					}
+					start = append(start, time.Since(t0))
+					if j == 0 {
+						time.Sleep(200 * time.Millisecond)
+						rss = memKB(b, p.cmd.Process.Pid, "status", "VmRSS")
+						pss = memKB(b, p.cmd.Process.Pid, "smaps_rollup", "Pss")
+						for range n {
+							t0 = time.Now()
+							if _, code := p.exec("a", "true"); code != 0 {
+								b.Fatal("exec true failed")
+							}
+							execT = append(execT, time.Since(t0))
+						}
+					}
+					t0 = time.Now()
+					if err := p.client.StopApp(ctx(b), "a", 0); err != nil {
+						b.Fatal(err)
+					}
+					stop = append(stop, time.Since(t0))
+				}
+			}
+			if err := p.client.Shutdown(ctx(b), 0); err != nil {
+				b.Fatal(err)
+			}
+			p.waitExit(10 * time.Second)
+		}
+	}
+	b.ReportMetric(float64(median(ready).Microseconds())/1000, "ready-ms")
+	b.ReportMetric(float64(median(start).Microseconds())/1000, "appstart-ms")
+	b.ReportMetric(float64(median(stop).Microseconds())/1000, "appstop-ms")
+	b.ReportMetric(float64(median(execT).Microseconds())/1000, "exec-ms")
+	b.ReportMetric(float64(rss), "supervisor-rss-kB")
+	b.ReportMetric(float64(pss), "supervisor-pss-kB")
+}
