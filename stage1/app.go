@@ -49,6 +49,11 @@ func (a *app) logPath() string {
 	return p
 }
 
+// tty reports whether the app runs on a terminal.
+func (a *app) tty() bool {
+	return a.manifest.TTY || (a.spec != nil && a.spec.Process.Terminal)
+}
+
 // running reports whether the app's process runs; a.mu must be held.
 func (a *app) running() bool { return a.status.State == schema.AppRunning }
 

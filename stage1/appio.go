@@ -26,7 +26,7 @@ type appIO struct {
 // setupIO wires p's stdio: pipes, or a console socket for a tty.
 func (a *app) setupIO(p *libcontainer.Process, lw *LogWriter) (*appIO, error) {
 	aio := &appIO{a: a, lw: lw}
-	if a.manifest.TTY {
+	if a.tty() {
 		parent, child, err := socketpair()
 		if err != nil {
 			return nil, err

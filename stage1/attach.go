@@ -68,6 +68,10 @@ func (sv *supervisor) handleAttach(conn net.Conn, br *bufio.Reader, req *control
 	})
 	select {
 	case <-gone:
+		// StdinOnce: the first attach session's end ends stdin.
+		if spec.Stdin && stdinOnce {
+			a.closeStdin()
+		}
 		return
 	case <-exited:
 	}
