@@ -1,0 +1,131 @@
+package networking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+	"golang.org/x/sys/unix"
+)
+
+// GC releases the network resources of pods that no longer exist, for pods
+// whose directory went away without a Teardown (removed by hand, or lost):
+// CNI DEL of every attachment in libcni's cache under the data dir, the
+// iptables rules tagged with the pod, and host-local reservations left
+// without a cache entry. exists reports whether a pod UUID still exists in
+// any state (prepare, prepared, run, exited-garbage, garbage); it is asked
+// after the resource was found, so a pod being set up right now is safe as
+// long as its directory exists before its Setup starts.
+func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
+	var errs []error
+	cni := newCNI(cfg)
+	atts, err := cni.GetCachedAttachments("")
+	if err != nil {
+		return fmt.Errorf("cannot list cached network attachments: %w", err)
+	}
+	swept := map[string]bool{}
+	for _, a := range atts {
+		if exists(a.ContainerID) {
+			continue
+		}
+		if err := delAttachment(ctx, cni, a); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !swept[a.ContainerID] {
+			swept[a.ContainerID] = true
+			if err := sweepIPTables(ctx, a.ContainerID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := gcReservations(cfg, exists); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// delAttachment runs CNI DEL for a cached attachment of a vanished pod.
+func delAttachment(ctx context.Context, cni *libcni.CNIConfig, a *libcni.NetworkAttachment) error {
+	list, err := libcni.ConfListFromBytes(a.Config)
+	if err != nil {
+		return fmt.Errorf("invalid cached config of network %q of pod %q: %w", a.Network, a.ContainerID, err)
+	}
+	netns := a.NetNS
+	if !isNetNS(netns) {
+		netns = ""
+	}
+	rt := &libcni.RuntimeConf{
+		ContainerID:    a.ContainerID,
+		NetNS:          netns,
+		IfName:         a.IfName,
+		Args:           a.CniArgs,
+		CapabilityArgs: a.CapabilityArgs,
+	}
+	if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+		return fmt.Errorf("cannot remove vanished pod %q from network %q: %w", a.ContainerID, a.Network, err)
+	}
+	if netns != "" {
+		return removeNetNS(netns)
+	}
+	return nil
+}
+
+// gcReservations removes host-local reservations (files named after an IP,
+// holding "<container id>\r\n<ifname>") of pods that no longer exist.
+func gcReservations(cfg Config, exists func(uuid string) bool) error {
+	nets, err := os.ReadDir(cfg.ipamDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot list IPAM state: %w", err)
+	}
+	var errs []error
+	for _, n := range nets {
+		if n.IsDir() {
+			if err := gcNetworkReservations(filepath.Join(cfg.ipamDir(), n.Name()), exists); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func gcNetworkReservations(dir string, exists func(uuid string) bool) error {
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot open IPAM lock of %q: %w", dir, err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("cannot lock IPAM state %q: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot list IPAM state %q: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "lock" || strings.HasPrefix(e.Name(), "last_reserved_ip") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		id, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+		id = strings.TrimSpace(id)
+		if id == "" || exists(id) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("cannot release address %s of vanished pod %q: %w", e.Name(), id, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package networking
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// TestGC: a pod whose directory was removed by hand without Teardown loses
+// its address, cache entry and iptables rules on GC; a live pod keeps all.
+func TestGC(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	live, gone := newPod(t, cfg, "default"), newPod(t, cfg, "default")
+	gone.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
+	for _, pn := range []PodNet{live, gone} {
+		if _, err := Setup(ctx, cfg, pn); err != nil {
+			t.Fatalf("Setup: %v", err)
+		}
+	}
+	// A reservation whose ADD never reached the cache (killed plugin).
+	orphan := filepath.Join(cfg.ipamDir(), "default", "10.250.250.250")
+	if err := os.WriteFile(orphan, []byte("deadbeef-dead\r\neth0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeNetNS(filepath.Join(gone.Dir, schema.NetNSFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(hostLeftovers(t, cfg, gone, cfg.DefaultBridge)) == 0 {
+		t.Fatal("the removed pod left nothing to collect")
+	}
+	exists := func(uuid string) bool { return uuid == live.UUID }
+	if err := GC(ctx, cfg, exists); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	for _, l := range hostLeftovers(t, cfg, gone, cfg.DefaultBridge) {
+		if !strings.HasPrefix(l, "veth:") { // veths are checked below
+			t.Errorf("left after GC: %s", l)
+		}
+	}
+	// Only the live pod's veth stays (the kernel removes the other one with
+	// its namespace, lazily).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, _ := exec.Command("ip", "-o", "link", "show", "master", cfg.DefaultBridge).Output()
+		if n := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; n == 1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d veths on the bridge, want 1:\n%s", n, out)
+		}
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan reservation not released: %v", err)
+	}
+	res, err := Load(live.Dir)
+	if err != nil || !isNetNS(res.NetNS) {
+		t.Fatalf("live pod damaged: %v", err)
+	}
+	left := hostLeftovers(t, cfg, live, cfg.DefaultBridge)
+	if len(left) < 3 {
+		t.Fatalf("GC took the live pod's resources: %v", left)
+	}
+}
