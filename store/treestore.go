@@ -88,6 +88,8 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", errwrap.Wrapf("cannot chmod tree: {{err}}", err)
 	}
+	// Durable before visible: a power loss must not leave a renamed tree
+	// with empty files.
 	if err := unix.Syncfs(int(lock.Fd())); err != nil {
 		return "", errwrap.Wrapf("cannot sync tree: {{err}}", err)
 	}
