@@ -2,6 +2,19 @@
 // bind-mounted in the pod directory and CNI networks attached to it with
 // libcni. What Setup did is saved in the pod directory (net-info.json) so that
 // Teardown can undo it even after a crash or a change of configuration.
+//
+// Networks: "host" (no namespace), "none" (namespace with loopback only),
+// "default" (built in: bridge Config.DefaultBridge, host-local IPAM on
+// Config.DefaultSubnet or the pod CIDR saved by SetDefaultSubnet, one
+// MASQUERADE rule per subnet for outbound NAT), and named networks: the
+// *.conflist, *.conf and *.json files of ConfDir, found by their "name"; a
+// config named "default" replaces the built-in one. Interfaces are eth0,
+// eth1... in the order given. Published ports apply to the first network:
+// when its chain has no plugin with the portMappings capability, a portmap
+// plugin (snat on, so 127.0.0.1:<hostPort> works) is appended to it.
+// host-local plugins without a dataDir keep their reservations under
+// <DataDir>/networks/ipam and libcni caches results under
+// <DataDir>/networks/cache, never in /var/lib/cni.
 package networking
 
 import (
