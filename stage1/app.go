@@ -203,7 +203,8 @@ func (a *app) wait(aio *appIO) {
 	a.sv.appExited()
 }
 
-// stop sends SIGTERM, then SIGKILL after timeout, and waits for the exit.
+// stop sends the app's stop signal (SIGTERM by default), then SIGKILL after
+// timeout, and waits for the exit.
 func (a *app) stop(timeout time.Duration) {
 	a.mu.Lock()
 	if !a.running() {
@@ -211,10 +212,15 @@ func (a *app) stop(timeout time.Duration) {
 		return
 	}
 	ctr, exited := a.container, a.exited
+	sig, err := parseSignal(a.manifest.StopSignal)
 	a.mu.Unlock()
+	if err != nil {
+		logf("app %q: %v; using SIGTERM", a.name, err)
+		sig = sigTERM
+	}
 	if timeout > 0 {
-		if err := ctr.Signal(sigTERM); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
-			debugf("app %q: SIGTERM: %v", a.name, err)
+		if err := ctr.Signal(sig); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+			debugf("app %q: %v: %v", a.name, sig, err)
 		}
 		select {
 		case <-exited:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -39,6 +40,24 @@ func exitStatus(ps *os.ProcessState, err error) (int, string) {
 		return 128 + int(ws.Signal()), signalName(ws.Signal())
 	}
 	return ws.ExitStatus(), ""
+}
+
+// parseSignal parses "SIGQUIT", "QUIT" or "3"; empty means SIGTERM.
+func parseSignal(s string) (syscall.Signal, error) {
+	if s == "" {
+		return sigTERM, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown stop signal %q", s)
 }
 
 func signalName(s syscall.Signal) string {

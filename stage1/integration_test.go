@@ -113,7 +113,8 @@ func TestSandboxLifecycle(t *testing.T) {
 	p.addApp("web", schema.App{}, []string{"sh", "-c", "trap 'echo bye; exit 0' TERM; echo started; while true; do sleep 0.05; done"}, func(s *specs.Spec) {
 		s.Process.User = specs.User{UID: 65534, GID: 65534}
 	})
-	p.addApp("stubborn", schema.App{}, []string{"sh", "-c", "trap '' TERM; while true; do sleep 0.05; done"}, nil)
+	// Ignores SIGTERM; its stop signal is SIGUSR1, which it reports.
+	p.addApp("stubborn", schema.App{StopSignal: "SIGUSR1"}, []string{"sh", "-c", "trap '' TERM; trap 'echo usr1' USR1; while true; do sleep 0.05; done"}, nil)
 	if err := c.StartApp(ctx(t), "nope"); !errorsIs(err, control.ErrAppNotFound) {
 		t.Errorf("start of unknown app: %v", err)
 	}
@@ -206,6 +207,9 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 	if st := p.status("stubborn"); st.ExitCode != 137 || st.Signal != "SIGKILL" || st.Reason != "Error" {
 		t.Errorf("forced stop status: %+v", st)
+	}
+	if got := logEntries(t, filepath.Join(p.dir, "apps/stubborn/log")); len(got) != 1 || got[0] != "stdout F usr1" {
+		t.Errorf("stop signal not delivered: %q", got)
 	}
 	if err := c.StopApp(ctx(t), "stubborn", time.Second); err != nil {
 		t.Errorf("stop of a stopped app: %v", err)

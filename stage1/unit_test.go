@@ -10,6 +10,25 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
+func TestParseSignal(t *testing.T) {
+	tests := map[string]unix.Signal{"": unix.SIGTERM, "SIGQUIT": unix.SIGQUIT, "quit": unix.SIGQUIT, "9": unix.SIGKILL, "SIGRTMIN+1": 0}
+	for in, want := range tests {
+		got, err := parseSignal(in)
+		if want == 0 {
+			if err == nil && got == 0 {
+				t.Errorf("%q: no error", in)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseSignal("SIGNOPE"); err == nil {
+		t.Error("unknown signal accepted")
+	}
+}
+
 func TestMergeEnv(t *testing.T) {
 	got := mergeEnv([]string{"PATH=/bin", "A=1"}, []string{"A=2", "B=3"})
 	want := []string{"PATH=/bin", "A=2", "B=3"}

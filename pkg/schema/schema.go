@@ -60,6 +60,7 @@ type App struct {
 	Stdin       bool              `json:"stdin,omitempty"`
 	StdinOnce   bool              `json:"stdinOnce,omitempty"`
 	TTY         bool              `json:"tty,omitempty"`
+	StopSignal  string            `json:"stopSignal,omitempty"` // signal that asks the app to stop, e.g. "SIGQUIT"; default SIGTERM
 	CreatedAt   time.Time         `json:"createdAt"`
 }
 
