@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/hashicorp/errwrap"
 	bolt "go.etcd.io/bbolt"
 )
@@ -12,11 +13,15 @@ import (
 // Buckets of the index.
 var (
 	bucketImages = []byte("images") // image ID -> imageRecord JSON
-	bucketRefs   = []byte("refs")   // name:tag or name@digest -> image ID
+	bucketRefs    = []byte("refs")    // name:tag or name@digest -> image ID
+	bucketConfigs = []byte("configs") // image ID -> raw image config
 )
 
 // txn wraps a bbolt transaction with the index operations.
-type txn struct{ tx *bolt.Tx }
+type txn struct {
+	tx *bolt.Tx
+	s  *Store
+}
 
 // update runs fn in one read-write transaction; the database is opened for
 // this transaction only (an exclusive flock, waited for up to dbTimeout).
@@ -26,7 +31,7 @@ func (s *Store) update(fn func(*txn) error) error {
 		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx}) })
+	return db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx: tx, s: s}) })
 }
 
 // view runs fn in one read-only transaction on a read-only (shared flock)
@@ -37,11 +42,11 @@ func (s *Store) view(fn func(*txn) error) error {
 		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
 	}
 	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error { return fn(&txn{tx}) })
+	return db.View(func(tx *bolt.Tx) error { return fn(&txn{tx: tx, s: s}) })
 }
 
 func (t *txn) init() error {
-	for _, b := range [][]byte{bucketImages, bucketRefs} {
+	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs} {
 		if _, err := t.tx.CreateBucketIfNotExists(b); err != nil {
 			return errwrap.Wrapf(fmt.Sprintf("cannot create bucket %q: {{err}}", b), err)
 		}
@@ -58,7 +63,27 @@ func (t *txn) getImage(id string) (*imageRecord, error) {
 	if err := json.Unmarshal(v, &r); err != nil {
 		return nil, errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", id), err)
 	}
-	return &r, nil
+	return &r, t.loadConfig(&r)
+}
+
+// loadConfig sets r.cfg, parsing the raw config once per process (configs
+// are immutable: the image ID is their digest).
+func (t *txn) loadConfig(r *imageRecord) error {
+	if c, ok := t.s.configs.Load(r.ID); ok {
+		r.cfg = c.(*v1.ConfigFile)
+		return nil
+	}
+	raw := t.tx.Bucket(bucketConfigs).Get([]byte(r.ID))
+	if raw == nil {
+		return fmt.Errorf("corrupt store: no config for image %s", r.ID)
+	}
+	cfg, err := parseConfig(r.ID, raw)
+	if err != nil {
+		return err
+	}
+	t.s.configs.Store(r.ID, cfg)
+	r.cfg = cfg
+	return nil
 }
 
 func (t *txn) putImage(r *imageRecord) error {
@@ -67,6 +92,18 @@ func (t *txn) putImage(r *imageRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return errwrap.Wrapf(fmt.Sprintf("cannot encode record of image %s: {{err}}", r.ID), err)
+	}
+	if r.ConfigRaw != nil {
+		if err := t.tx.Bucket(bucketConfigs).Put([]byte(r.ID), r.ConfigRaw); err != nil {
+			return err
+		}
+		if r.cfg == nil {
+			cfg, err := parseConfig(r.ID, r.ConfigRaw)
+			if err != nil {
+				return err
+			}
+			r.cfg = cfg
+		}
 	}
 	return t.tx.Bucket(bucketImages).Put([]byte(r.ID), b)
 }
@@ -79,7 +116,7 @@ func (t *txn) allImages() ([]*imageRecord, error) {
 			return errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", k), err)
 		}
 		out = append(out, &r)
-		return nil
+		return t.loadConfig(&r)
 	})
 	return out, err
 }
@@ -97,6 +134,9 @@ func (t *txn) deleteImage(r *imageRecord) error {
 				return err
 			}
 		}
+	}
+	if err := t.tx.Bucket(bucketConfigs).Delete([]byte(r.ID)); err != nil {
+		return err
 	}
 	return t.tx.Bucket(bucketImages).Delete([]byte(r.ID))
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -53,10 +52,12 @@ type Layer struct {
 	Size int64 `json:"size"`
 }
 
-// imageRecord is an Image as stored in the database.
+// imageRecord is an Image as stored in the database; its raw config is kept
+// in its own bucket (written when ConfigRaw is set).
 type imageRecord struct {
 	Image
-	ConfigRaw json.RawMessage `json:"config"`
+	ConfigRaw []byte         `json:"-"`
+	cfg       *v1.ConfigFile // parsed config, loaded by txn.getImage/allImages
 }
 
 func (r *imageRecord) image() (*Image, error) {
@@ -64,12 +65,20 @@ func (r *imageRecord) image() (*Image, error) {
 	img.Names = append([]string(nil), r.Names...)
 	img.RepoDigests = append([]string(nil), r.RepoDigests...)
 	img.Layers = append([]Layer(nil), r.Layers...)
-	cfg, err := v1.ParseConfigFile(bytes.NewReader(r.ConfigRaw))
-	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot parse config of image %s: {{err}}", r.ID), err)
+	if r.cfg == nil {
+		return nil, fmt.Errorf("config of image %s not loaded", r.ID)
 	}
-	img.Config = cfg
+	img.Config = r.cfg.DeepCopy()
 	return &img, nil
+}
+
+// parseConfig parses a raw image config.
+func parseConfig(id string, raw []byte) (*v1.ConfigFile, error) {
+	cfg, err := v1.ParseConfigFile(bytes.NewReader(raw))
+	if err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot parse config of image %s: {{err}}", id), err)
+	}
+	return cfg, nil
 }
 
 // ShortID returns the first 12 hex characters of the image ID.

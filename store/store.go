@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/errwrap"
@@ -38,6 +39,7 @@ const DefaultDBTimeout = 60 * time.Second
 type Store struct {
 	dir       string
 	dbTimeout time.Duration
+	configs   sync.Map // image ID -> *v1.ConfigFile, parsed once
 }
 
 // Open creates (if needed) and opens the store of the rkt data directory
