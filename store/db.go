@@ -12,7 +12,7 @@ import (
 
 // Buckets of the index.
 var (
-	bucketImages = []byte("images") // image ID -> imageRecord JSON
+	bucketImages  = []byte("images")  // image ID -> imageRecord JSON
 	bucketRefs    = []byte("refs")    // name:tag or name@digest -> image ID
 	bucketConfigs = []byte("configs") // image ID -> raw image config
 )
