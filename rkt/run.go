@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
+)
+
+const runLong = `Run a pod of one or more apps, each from an image.
+
+Usage: rkt run [pod flags] IMAGE [app flags] [-- ARGS...] [--- IMAGE [app flags] ...]
+
+IMAGE is an image ID, a name in the store, or anything rkt fetch accepts
+(fetched when missing, see --pull-policy). App flags (--exec, --set-env,
+--user, --group, --mount, --cpu, --memory, --caps-retain, --caps-remove,
+--seccomp, --readonly-rootfs, --name, ...) apply to the image before them;
+"--" passes the rest (up to "---") as the app's arguments.
+
+By default rkt run stays in the foreground: the apps' output goes to the
+terminal, Ctrl-C stops the pod and rkt exits with the app's exit code. With
+--detach it prints the pod's UUID and returns; the pod keeps running.`
+
+func init() {
+	subcommands = append(subcommands, podArgsCommand("run", "Run a pod", runLong, true))
+	subcommands = append(subcommands, podArgsCommand("prepare", "Prepare a pod to run later with run-prepared",
+		"Prepare a pod and print its UUID; it starts with `rkt run-prepared UUID`.\n\nUsage: rkt prepare [pod flags] IMAGE [app flags] [-- ARGS...] [--- IMAGE ...]", false))
+}
+
+// podArgsCommand builds run or prepare, which parse their own flags.
+func podArgsCommand(use, short, long string, run bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                use + " [flags] IMAGE [app flags] [--- IMAGE ...]",
+		Short:              short,
+		Long:               long,
+		DisableFlagParsing: true,
+	}
+	var f podFlags
+	// registered for the help output only; parsing is done by parsePodArgs
+	cmd.Flags().AddFlagSet(podFlagSet(&podFlags{}, nil, run))
+	cmd.Flags().AddFlagSet(appFlagSet(&appFlags{}))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		fs := podFlagSet(&f, cmd.InheritedFlags(), run)
+		apps, err := parsePodArgs(args, fs)
+		if err != nil {
+			return &exitError{code: 254, err: err}
+		}
+		if f.help {
+			return cmd.Help()
+		}
+		if len(apps) == 0 {
+			return &exitError{code: 254, err: errors.New("no image given")}
+		}
+		return runPodCommand(cmd, &f, apps, run)
+	}
+	return cmd
+}
+
+func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) error {
+	podOpts, vols, err := f.podOptions()
+	if err != nil {
+		return &exitError{code: 254, err: err}
+	}
+	if f.interactive && len(apps) != 1 {
+		return &exitError{code: 254, err: errors.New("--interactive needs exactly one app")}
+	}
+	rt, s, err := newRuntime(f.rt)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	opts := stage0.PrepareOptions{PodOptions: podOpts}
+	for _, a := range apps {
+		id, err := fetchForRun(ctx, s, a.image, f)
+		if err != nil {
+			return err
+		}
+		o, err := a.flags.appOptions(id, f.setEnv, vols)
+		if err != nil {
+			return &exitError{code: 254, err: err}
+		}
+		if f.interactive {
+			o.TTY, o.Stdin = true, true
+		}
+		opts.Apps = append(opts.Apps, o)
+	}
+	if !run {
+		uuid, err := rt.Prepare(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("cannot prepare the pod: %w", err)
+		}
+		if err := saveUUID(f.uuidFileSave, uuid); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), uuid)
+		return nil
+	}
+	uuid, err := rt.Run(ctx, opts)
+	if uuid != "" {
+		if serr := saveUUID(f.uuidFileSave, uuid); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot run the pod: %w", err)
+	}
+	if f.detach {
+		fmt.Fprintln(cmd.OutOrStdout(), uuid)
+		return nil
+	}
+	return foreground(ctx, rt, uuid, f.interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
+}
+
+// fetchForRun makes the image available in the store and returns its ID.
+func fetchForRun(ctx context.Context, s *store.Store, ref string, f *podFlags) (string, error) {
+	opts, err := fetchOptions(fetchFlags{pullPolicy: f.pullPolicy, noProgress: f.noProgress})
+	if err != nil {
+		return "", &exitError{code: 254, err: err}
+	}
+	if !f.noProgress && isTerminal(os.Stderr) && opts.PullPolicy != store.PullNever {
+		if _, err := s.ResolveImage(ref); err != nil {
+			bars := newProgressBars(os.Stderr, ref)
+			opts.Progress = bars.Update
+			defer func() { bars.Finish(err == nil) }()
+		}
+	}
+	img, err := fetchAndUnpack(ctx, s, ref, opts)
+	if err != nil {
+		return "", fmt.Errorf("cannot fetch image %s: %w", ref, err)
+	}
+	return img.ID, nil
+}
+
+func saveUUID(path, uuid string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(uuid), 0o644); err != nil {
+		return fmt.Errorf("cannot save the pod UUID to %q: %w", path, err)
+	}
+	return nil
+}
+
+// foreground shows the pod's output until it exits (attached to the
+// terminal with --interactive), stops it on SIGINT/SIGTERM, and returns the
+// apps' exit code.
+func foreground(ctx context.Context, rt *stage0.Runtime, uuid string, interactive bool, stdout, stderr io.Writer) error {
+	bg := context.Background()
+	var err error
+	if interactive {
+		err = attachTerminal(ctx, rt, uuid, "")
+	} else {
+		err = showLogs(ctx, rt, uuid, nil, true, stdout, stderr)
+	}
+	if ctx.Err() != nil {
+		sctx, cancel := context.WithTimeout(bg, 2*time.Minute)
+		defer cancel()
+		if serr := rt.Stop(sctx, uuid, stage0.StopOptions{}); serr != nil {
+			return fmt.Errorf("cannot stop pod %s: %w", uuid, serr)
+		}
+	} else if err != nil {
+		return err
+	}
+	ps, err := rt.Wait(bg, uuid)
+	if err != nil {
+		return err
+	}
+	if ps.ExitCode != 0 {
+		return &exitError{code: ps.ExitCode}
+	}
+	return nil
+}
+
+// attachTerminal connects this process's stdio to a running app.
+func attachTerminal(ctx context.Context, rt *stage0.Runtime, uuid, app string) error {
+	tty := isTerminalFd(int(os.Stdin.Fd()))
+	opts := stage0.AttachOptions{App: app, TTY: true, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if tty {
+		restore := rawTerminal(int(os.Stdin.Fd()))
+		defer restore()
+		sizes, stop := terminalSizes(int(os.Stdin.Fd()))
+		defer stop()
+		opts.Resize = sizes
+	}
+	return rt.Attach(ctx, uuid, opts)
+}

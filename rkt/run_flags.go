@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
+)
+
+// podFlags are the pod-level options of run and prepare.
+type podFlags struct {
+	rt           runtimeFlags
+	net          string
+	ports        []string
+	dns          []string
+	dnsSearch    []string
+	dnsOpt       []string
+	hostname     string
+	uuidFileSave string
+	volumes      []string
+	setEnv       []string
+	pullPolicy   string
+	noProgress   bool
+	interactive  bool
+	detach       bool
+	annotations  []string
+	help         bool
+}
+
+// podFlagSet binds the pod-level flags; inherited holds rkt's global flags.
+func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("pod", pflag.ContinueOnError)
+	addRuntimeFlags(fs, &f.rt)
+	fs.StringVar(&f.net, "net", "default", "networks: default, host, none, or a comma-separated list of named networks")
+	fs.StringArrayVar(&f.ports, "port", nil, "publish a port: PORT[/PROTO]:[HOSTIP:]HOSTPORT (rkt's PORT-PROTO:HOSTPORT works too; repeatable)")
+	fs.StringSliceVar(&f.dns, "dns", nil, "name servers for the pod's resolv.conf ('host' copies the host's)")
+	fs.StringSliceVar(&f.dnsSearch, "dns-search", nil, "DNS search domains")
+	fs.StringSliceVar(&f.dnsOpt, "dns-opt", nil, "DNS resolver options")
+	fs.StringVar(&f.hostname, "hostname", "", "the pod's hostname (default: rkt-<uuid>)")
+	fs.StringVar(&f.uuidFileSave, "uuid-file-save", "", "write the pod's UUID to this file")
+	fs.StringArrayVar(&f.volumes, "volume", nil, "pod volume NAME,kind=host|empty,source=PATH[,readOnly=true] (repeatable)")
+	fs.StringArrayVar(&f.setEnv, "set-env", nil, "environment variable KEY=VALUE for every app (repeatable)")
+	fs.StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch images: never, new, update")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show download progress")
+	fs.StringArrayVar(&f.annotations, "annotation", nil, "pod annotation KEY=VALUE (repeatable)")
+	if withRun {
+		fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")
+		fs.BoolVar(&f.detach, "detach", false, "start the pod and return; print its UUID")
+	}
+	fs.BoolVarP(&f.help, "help", "h", false, "help")
+	fs.AddFlagSet(inherited)
+	return fs
+}
+
+// podOptions converts the pod-level flags.
+func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
+	o := stage0.PodOptions{Net: f.net, Hostname: f.hostname}
+	for _, p := range f.ports {
+		pm, err := parsePort(p)
+		if err != nil {
+			return o, nil, err
+		}
+		o.Ports = append(o.Ports, pm)
+	}
+	if len(f.dns) > 0 || len(f.dnsSearch) > 0 || len(f.dnsOpt) > 0 {
+		if !(len(f.dns) == 1 && f.dns[0] == "host") {
+			o.DNS = &schema.DNS{Servers: f.dns, Searches: f.dnsSearch, Options: f.dnsOpt}
+		}
+	}
+	vols := map[string]bool{}
+	for _, v := range f.volumes {
+		vol, err := parseVolume(v)
+		if err != nil {
+			return o, nil, err
+		}
+		if vols[vol.Name] {
+			return o, nil, fmt.Errorf("duplicate --volume %q", vol.Name)
+		}
+		vols[vol.Name] = true
+		o.Volumes = append(o.Volumes, vol)
+	}
+	for _, kv := range f.annotations {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, nil, fmt.Errorf("invalid --annotation %q: want KEY=VALUE", kv)
+		}
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[k] = v
+	}
+	return o, vols, nil
+}
+
+// parsePort parses PORT[/PROTO|-PROTO]:[HOSTIP:]HOSTPORT.
+func parsePort(s string) (schema.PortMapping, error) {
+	pm := schema.PortMapping{Protocol: "tcp"}
+	ctr, host, ok := strings.Cut(s, ":")
+	if !ok {
+		return pm, fmt.Errorf("invalid --port %q: want PORT[/PROTO]:[HOSTIP:]HOSTPORT", s)
+	}
+	if i := strings.IndexAny(ctr, "/-"); i >= 0 {
+		pm.Protocol = strings.ToLower(ctr[i+1:])
+		ctr = ctr[:i]
+	}
+	switch pm.Protocol {
+	case "tcp", "udp", "sctp":
+	default:
+		return pm, fmt.Errorf("invalid --port %q: unknown protocol %q", s, pm.Protocol)
+	}
+	if i := strings.LastIndex(host, ":"); i >= 0 {
+		pm.HostIP = host[:i]
+		host = host[i+1:]
+		if net.ParseIP(pm.HostIP) == nil {
+			return pm, fmt.Errorf("invalid --port %q: bad host IP %q", s, pm.HostIP)
+		}
+	}
+	var err error
+	if pm.ContainerPort, err = strconv.Atoi(ctr); err != nil || pm.ContainerPort <= 0 || pm.ContainerPort > 65535 {
+		return pm, fmt.Errorf("invalid --port %q: bad port %q", s, ctr)
+	}
+	if pm.HostPort, err = strconv.Atoi(host); err != nil || pm.HostPort <= 0 || pm.HostPort > 65535 {
+		return pm, fmt.Errorf("invalid --port %q: bad host port %q", s, host)
+	}
+	return pm, nil
+}
+
+// parseVolume parses NAME,kind=host|empty,source=PATH[,readOnly=true].
+func parseVolume(s string) (schema.Volume, error) {
+	parts := strings.Split(s, ",")
+	v := schema.Volume{Name: parts[0], Kind: "empty"}
+	for _, kv := range parts[1:] {
+		k, val, _ := strings.Cut(kv, "=")
+		switch k {
+		case "kind":
+			v.Kind = val
+		case "source":
+			v.Source = val
+		case "readOnly", "readonly", "ro":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				return v, fmt.Errorf("invalid --volume %q: readOnly: %w", s, err)
+			}
+			v.ReadOnly = b
+		default:
+			return v, fmt.Errorf("invalid --volume %q: unknown key %q", s, k)
+		}
+	}
+	switch v.Kind {
+	case "host":
+		if v.Source == "" {
+			return v, fmt.Errorf("invalid --volume %q: kind=host needs source=PATH", s)
+		}
+		if _, err := os.Stat(v.Source); err != nil {
+			return v, fmt.Errorf("invalid --volume %q: %w", s, err)
+		}
+	case "empty":
+	default:
+		return v, fmt.Errorf("invalid --volume %q: kind must be host or empty", s)
+	}
+	if v.Name == "" {
+		return v, fmt.Errorf("invalid --volume %q: no name", s)
+	}
+	return v, nil
+}

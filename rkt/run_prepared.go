@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var rf runtimeFlags
+	var detach, interactive bool
+	cmd := podCommand(&cobra.Command{
+		Use:   "run-prepared UUID",
+		Short: "Run a prepared pod",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rt, err := newRuntimeNoStore(rf)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			uuid, err := rt.ResolveUUID(args[0])
+			if err != nil {
+				return err
+			}
+			if err := rt.RunPrepared(ctx, uuid); err != nil {
+				return fmt.Errorf("cannot run pod %s: %w", uuid, err)
+			}
+			if detach {
+				fmt.Fprintln(cmd.OutOrStdout(), uuid)
+				return nil
+			}
+			return foreground(ctx, rt, uuid, interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}, &rf)
+	cmd.Flags().BoolVar(&detach, "detach", false, "start the pod and return")
+	cmd.Flags().BoolVar(&interactive, "interactive", false, "attach this terminal to the pod's (single, tty) app")
+	subcommands = append(subcommands, cmd)
+}
