@@ -222,3 +222,32 @@ func TestHostNetwork(t *testing.T) {
 		t.Fatalf("net-info left: %v", err)
 	}
 }
+
+// TestPodDirMoved: stage0 moves pods between state directories by rename;
+// the namespace mount moves along and Teardown from the new place is
+// complete.
+func TestPodDirMoved(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	moved := filepath.Join(t.TempDir(), pn.UUID)
+	if err := os.Rename(pn.Dir, moved); err != nil {
+		t.Fatalf("rename pod dir: %v", err)
+	}
+	t.Cleanup(func() { _ = Teardown(context.Background(), cfg, moved) })
+	res, err := Load(moved)
+	if err != nil || res.NetNS != filepath.Join(moved, schema.NetNSFile) || !isNetNS(res.NetNS) {
+		t.Fatalf("Load after move = %+v, %v", res, err)
+	}
+	if err := Teardown(ctx, cfg, moved); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	pn.Dir = moved
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Teardown: %v", left)
+	}
+}

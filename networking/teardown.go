@@ -14,7 +14,8 @@ import (
 )
 
 // Load reads the network state Setup saved in podDir. It returns an error
-// matching os.ErrNotExist when the pod has none.
+// matching os.ErrNotExist when the pod has none. NetNS is given relative to
+// podDir as it is now: pods move between state directories by rename.
 func Load(podDir string) (*Result, error) {
 	path := filepath.Join(podDir, schema.NetInfoFile)
 	data, err := os.ReadFile(path)
@@ -24,6 +25,9 @@ func Load(podDir string) (*Result, error) {
 	var res Result
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("cannot parse network info %q: %w", path, err)
+	}
+	if res.NetNS != "" {
+		res.NetNS = filepath.Join(podDir, schema.NetNSFile)
 	}
 	return &res, nil
 }
