@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -109,15 +110,36 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	}
 	if opts.PullPolicy != PullUpdate {
 		img, err := s.ResolveImage(r.String())
-		if err == nil {
+		if err == nil && (opts.PullPolicy == PullNever || s.complete(img)) {
 			return img, nil
 		}
-		if !errors.Is(err, ErrImageNotFound) {
+		if err != nil && !errors.Is(err, ErrImageNotFound) {
 			return nil, err
 		}
-		if opts.PullPolicy == PullNever {
+		if err != nil && opts.PullPolicy == PullNever {
 			return nil, fmt.Errorf("image %s is not in the store and the pull policy is %q: %w", r, PullNever, &NotFoundError{Ref: r.String()})
 		}
 	}
 	return s.fetchRemote(ctx, r, opts)
+}
+
+// complete reports whether every blob of img is in the store (a layer blob
+// may be missing if its tree is unpacked). A recorded image can lack blobs
+// if a concurrent removal deleted a blob it shares; Fetch then fetches it
+// again.
+func (s *Store) complete(img *Image) bool {
+	if !s.hasBlob(img.ID) || !s.hasBlob(img.ManifestDigest) {
+		return false
+	}
+	for _, l := range img.Layers {
+		if s.hasBlob(l.Digest) {
+			continue
+		}
+		if p, err := s.TreePath(l); err != nil {
+			return false
+		} else if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
 }

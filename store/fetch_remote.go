@@ -71,9 +71,9 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, opts Fe
 		return nil, fmt.Errorf("registry served digest %s for %s", topDigest, r)
 	}
 	if opts.PullPolicy == PullUpdate {
-		if img, err := s.retag(r, repoDigest); err == nil {
+		if img, err := s.retag(r, repoDigest); err == nil && s.complete(img) {
 			return img, nil
-		} else if !errors.Is(err, ErrImageNotFound) {
+		} else if err != nil && !errors.Is(err, ErrImageNotFound) {
 			return nil, err
 		}
 	}

@@ -135,3 +135,30 @@ func TestPullPolicies(t *testing.T) {
 		t.Error("ParsePullPolicy accepted an invalid policy")
 	}
 }
+
+func TestFetchRepairsMissingBlobs(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "heal/img:1", testImage(t, "H=1", []entry{{name: "h", body: "heal"}}))
+	s := newStore(t)
+	ctx := context.Background()
+	img, err := s.Fetch(ctx, ref, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(s.blobPath(strings.TrimPrefix(img.Layers[0].Digest, "sha256:"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: PullNever}); err != nil {
+		t.Errorf("pull policy never on an incomplete image: %v", err)
+	}
+	before := reg.requests.Load()
+	if _, err := s.Fetch(ctx, ref, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if reg.requests.Load() == before || !s.hasBlob(img.Layers[0].Digest) {
+		t.Error("fetch did not restore the missing layer blob")
+	}
+	if _, err := s.LayerPaths(ctx, img); err != nil {
+		t.Error(err)
+	}
+}

@@ -27,8 +27,10 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 			continue
 		}
 		if err := unix.Lsetxattr(target, attr, []byte(v), 0); err != nil {
-			if !x.isRoot && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTSUP)) {
-				continue // trusted.* and security.* need root
+			if errors.Is(err, unix.ENOTSUP) || (errors.Is(err, unix.EPERM) && (!x.isRoot || isLink)) {
+				// The filesystem has no xattrs, trusted.* and security.*
+				// need root, user.* is not allowed on symlinks.
+				continue
 			}
 			return errwrap.Wrapf(fmt.Sprintf("cannot set xattr %q: {{err}}", attr), err)
 		}
