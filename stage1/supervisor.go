@@ -125,6 +125,9 @@ func (sv *supervisor) setup() error {
 	sv.limits = currentLimits()
 	sv.systemd = systemdRunning()
 	debugf("pod %s: %v systemd=%v", m.UUID, sv.limits, sv.systemd)
+	if sv.systemd {
+		joinSystemdScope(m.UUID, m.CgroupParent)
+	}
 	self := strconv.Itoa(os.Getpid())
 	sv.namespaces.ipc = "/proc/" + self + "/ns/ipc"
 	sv.namespaces.uts = "/proc/" + self + "/ns/uts"

@@ -64,6 +64,18 @@ func TestSystemdDetection(t *testing.T) {
 	}
 }
 
+func TestStage1Scope(t *testing.T) {
+	if got := stage1ScopeName("abc"); got != "rkt-stage1-abc.scope" {
+		t.Errorf("scope name %q", got)
+	}
+	if got := stage1Slice("/kubepods.slice"); got != "kubepods.slice" {
+		t.Errorf("slice of a slice parent: %q", got)
+	}
+	if got := stage1Slice("/rkt"); got != "system.slice" {
+		t.Errorf("slice of a cgroupfs parent: %q", got)
+	}
+}
+
 func TestPodCgroupPath(t *testing.T) {
 	tests := []struct {
 		parent, want string

@@ -31,7 +31,9 @@
 // apps' linux.cgroupsPath must lie below it so that stage1 and `stage1 gc`
 // remove them with it. When systemd is PID 1, stage1 uses libcontainer's
 // systemd driver and turns <parent>/<uuid>/<app> into the scope
-// rkt-<uuid>-<app>.scope in system.slice (or in <parent> if it is a .slice).
+// rkt-<uuid>-<app>.scope in system.slice (or in <parent> if it is a .slice),
+// and moves itself into the transient scope rkt-stage1-<uuid>.scope so that
+// a restart of the service that started it does not kill the pod.
 //
 // Status without the supervisor: status.json stays on disk after the
 // supervisor exits. If the supervisor died (the pod lock is free) an app
