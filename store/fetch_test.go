@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -160,5 +162,44 @@ func TestFetchRepairsMissingBlobs(t *testing.T) {
 	}
 	if _, err := s.LayerPaths(ctx, img); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestConcurrentFetchInProcess(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "par/img:1", testImage(t, "P=1",
+		[]entry{{name: "a", body: strings.Repeat("a", 1<<20)}},
+		[]entry{{name: "b", body: strings.Repeat("b", 1<<20)}}))
+	s := newStore(t)
+	ctx := context.Background()
+	var blobGets atomic.Int64
+	hook := func(d string, b []byte) []byte { blobGets.Add(1); return b }
+	reg.blobHook.Store(&hook)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			img, err := s.Fetch(ctx, ref, FetchOptions{})
+			if err == nil {
+				_, err = s.LayerPaths(ctx, img)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("fetch %d: %v", i, err)
+		}
+	}
+	// 2 layers and a config; each downloaded once at most per fetch that
+	// found it missing, and the layers only once thanks to the key locks.
+	if n := blobGets.Load(); n > 2+4 {
+		t.Errorf("%d blob downloads for 2 layers and a config", n)
+	}
+	if n := countDir(t, s.tmpPath()); n != 0 {
+		t.Errorf("%d temporary entries left", n)
 	}
 }

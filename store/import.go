@@ -130,6 +130,7 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 			progress(Progress{Digest: l.Digest, Total: l.Size, Current: cur, Done: done})
 		}
 	}
+	defer s.keys.lock("blob " + l.Digest)()
 	if s.hasBlob(l.Digest) {
 		report(l.Size, true)
 		return nil

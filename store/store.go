@@ -40,6 +40,7 @@ type Store struct {
 	dir       string
 	dbTimeout time.Duration
 	configs   sync.Map // image ID -> *v1.ConfigFile, parsed once
+	keys      keyLocks // per blob digest / chain ID work in this process
 }
 
 // Open creates (if needed) and opens the store of the rkt data directory

@@ -55,6 +55,7 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer s.keys.lock("tree " + l.ChainID)()
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 		now := time.Now()
 		_ = os.Chtimes(p, now, now) // recency for GC's grace period
