@@ -81,6 +81,7 @@ func TestArchives(t *testing.T) {
 		{ref: "oci:" + layoutDir, wantNames: nil, sameID: true},
 		{ref: "oci:" + layoutDir + ":v1", fetchName: "local/app:v1", wantNames: []string{"docker.io/local/app:v1"}, sameID: true},
 		{ref: "oci-archive:" + ociArchive, fetchName: "quay.io/x/y:z", wantNames: []string{"quay.io/x/y:z"}, sameID: true},
+		{ref: "oci-archive:" + ociArchive + ":v1", sameID: true},
 		// docker save stores uncompressed layers: same config, so same ID.
 		{ref: "docker-archive:" + dockerArchive, wantNames: []string{"example.com/team/app:2.0"}, sameID: true},
 	} {

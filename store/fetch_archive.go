@@ -44,8 +44,13 @@ func (s *Store) fetchDockerArchive(ctx context.Context, path string, opts FetchO
 	return s.importImage(ctx, img, names, nil, opts)
 }
 
-// fetchOCIArchive imports an image from a tar of an OCI image layout.
-func (s *Store) fetchOCIArchive(ctx context.Context, path string, opts FetchOptions) (*Image, error) {
+// fetchOCIArchive imports an image from a tar of an OCI image layout,
+// "PATH" or "PATH:tag".
+func (s *Store) fetchOCIArchive(ctx context.Context, spec string, opts FetchOptions) (*Image, error) {
+	path, tag := splitTag(spec, func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.Mode().IsRegular()
+	})
 	dir, err := os.MkdirTemp(s.tmpPath(), "oci-archive-")
 	if err != nil {
 		return nil, errwrap.Wrapf("cannot create temporary directory: {{err}}", err)
@@ -54,18 +59,28 @@ func (s *Store) fetchOCIArchive(ctx context.Context, path string, opts FetchOpti
 	if err := extractLayoutArchive(path, dir); err != nil {
 		return nil, err
 	}
-	return s.importLayout(ctx, dir, "", opts)
+	return s.importLayout(ctx, dir, tag, opts)
+}
+
+// splitTag splits "PATH:tag" when PATH alone is not what exists says is
+// there (paths may contain colons).
+func splitTag(spec string, exists func(string) bool) (string, string) {
+	if exists(spec) {
+		return spec, ""
+	}
+	if i := strings.LastIndex(spec, ":"); i > 0 && !strings.Contains(spec[i+1:], "/") {
+		return spec[:i], spec[i+1:]
+	}
+	return spec, ""
 }
 
 // fetchOCILayout imports an image from an OCI layout directory, "DIR" or
 // "DIR:tag".
 func (s *Store) fetchOCILayout(ctx context.Context, spec string, opts FetchOptions) (*Image, error) {
-	dir, tag := spec, ""
-	if _, err := os.Stat(filepath.Join(spec, "index.json")); err != nil {
-		if i := strings.LastIndex(spec, ":"); i > 0 && !strings.Contains(spec[i+1:], "/") {
-			dir, tag = spec[:i], spec[i+1:]
-		}
-	}
+	dir, tag := splitTag(spec, func(p string) bool {
+		_, err := os.Stat(filepath.Join(p, "index.json"))
+		return err == nil
+	})
 	return s.importLayout(ctx, dir, tag, opts)
 }
 
