@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 )
 
@@ -300,4 +301,31 @@ func TestCorruptInput(t *testing.T) {
 		}
 		mustRead(t, filepath.Join(dest, "a"), strings.Repeat("x", 5000))
 	})
+}
+
+func TestDecompressFormats(t *testing.T) {
+	raw := mkTar(t, ent{name: "z", body: strings.Repeat("zstd and gzip ", 1000)})
+	var gz, zs bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	enc, err := zstd.NewWriter(&zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Write(raw)
+	enc.Close()
+	for name, data := range map[string][]byte{"plain": raw, "gzip": gz.Bytes(), "zstd": zs.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			r, err := Decompress(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(got, raw) {
+				t.Errorf("decompressed %d bytes (%v), want the %d-byte tar", len(got), err, len(raw))
+			}
+		})
+	}
 }
