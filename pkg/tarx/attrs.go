@@ -23,7 +23,9 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 	}
 	for k, v := range h.PAXRecords {
 		attr, ok := strings.CutPrefix(k, xattrPAXPrefix)
-		if !ok {
+		if !ok || strings.HasPrefix(attr, overlayXattrPrefix) {
+			// overlayfs' own attributes (redirects, metacopy, opaque) come
+			// only from whiteouts, never from a layer's say-so.
 			continue
 		}
 		if err := unix.Lsetxattr(target, attr, []byte(v), 0); err != nil {

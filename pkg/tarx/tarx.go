@@ -39,7 +39,9 @@ const (
 	whiteoutPrefix = ".wh."
 	whiteoutOpaque = ".wh..wh..opq"
 	opaqueXattr    = "trusted.overlay.opaque"
-	xattrPAXPrefix = "SCHILY.xattr."
+	// overlayXattrPrefix: attributes overlayfs interprets.
+	overlayXattrPrefix = "trusted.overlay."
+	xattrPAXPrefix     = "SCHILY.xattr."
 )
 
 // Options tune Extract.

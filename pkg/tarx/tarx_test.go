@@ -174,7 +174,7 @@ func TestAttributesKept(t *testing.T) {
 	dest, _ := sandbox(t)
 	raw := mkTar(t,
 		ent{name: "d/", typ: tar.TypeDir, mode: 0o750, uid: 12, gid: 34},
-		ent{name: "d/suid", body: "x", mode: 0o4755, uid: 1000, gid: 1000, xattrs: map[string]string{"user.k": "v"}},
+		ent{name: "d/suid", body: "x", mode: 0o4755, uid: 1000, gid: 1000, xattrs: map[string]string{"user.k": "v", "trusted.overlay.redirect": "/etc"}},
 		ent{name: "d/hard", typ: tar.TypeLink, link: "d/suid"},
 		ent{name: "dev/null", typ: tar.TypeChar, mode: 0o666, major: 1, minor: 3},
 		ent{name: "fifo", typ: tar.TypeFifo, mode: 0o600},
@@ -208,6 +208,9 @@ func TestAttributesKept(t *testing.T) {
 	buf := make([]byte, 16)
 	if n, err := unix.Lgetxattr(filepath.Join(dest, "d/suid"), "user.k", buf); err != nil || string(buf[:n]) != "v" {
 		t.Errorf("xattr user.k = %q, %v", buf[:n], err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(dest, "d/suid"), "trusted.overlay.redirect", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("trusted.overlay.redirect from the tar was applied (err %v)", err)
 	}
 	if l, err := os.Readlink(filepath.Join(dest, "sl")); err != nil || l != "d/suid" {
 		t.Errorf("sl -> %q, %v", l, err)
