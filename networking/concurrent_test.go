@@ -58,4 +58,7 @@ func TestConcurrentPods(t *testing.T) {
 			t.Fatalf("pod %d after Teardown: %v", i, left)
 		}
 	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
+	}
 }

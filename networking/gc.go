@@ -16,7 +16,8 @@ import (
 // whose directory went away without a Teardown (removed by hand, or lost):
 // CNI DEL of every attachment in libcni's cache under the data dir, the
 // iptables rules tagged with the pod, and host-local reservations left
-// without a cache entry. exists reports whether a pod UUID still exists in
+// without a cache entry, and their use of the default network's outbound
+// NAT rule. exists reports whether a pod UUID still exists in
 // any state (prepare, prepared, run, exited-garbage, garbage); it is asked
 // after the resource was found, so a pod being set up right now is safe as
 // long as its directory exists before its Setup starts.
@@ -44,6 +45,9 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 		}
 	}
 	if err := gcReservations(cfg, exists); err != nil {
+		errs = append(errs, err)
+	}
+	if err := gcMasquerade(ctx, cfg, exists); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -66,7 +66,13 @@ func TestGC(t *testing.T) {
 		t.Fatalf("live pod damaged: %v", err)
 	}
 	left := hostLeftovers(t, cfg, live, cfg.DefaultBridge)
-	if len(left) < 3 {
+	if len(left) < 3 || !masqueradePresent(ctx, cfg.DefaultSubnet) {
 		t.Fatalf("GC took the live pod's resources: %v", left)
+	}
+	if err := Teardown(ctx, cfg, live.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
 	}
 }

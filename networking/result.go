@@ -25,6 +25,10 @@ type Result struct {
 	Networks []NetworkResult      `json:"networks,omitempty"`
 	Complete bool                 `json:"complete"` // false while Setup runs or when it was interrupted
 
+	// Masquerade is the subnet whose outbound NAT rule the pod uses (the
+	// built-in default network); the last pod to leave removes the rule.
+	Masquerade string `json:"masquerade,omitempty"`
+
 	// TeardownStarted is set before the first CNI DEL: a Teardown that finds
 	// it set again retries after a failed or killed one.
 	TeardownStarted bool `json:"teardownStarted,omitempty"`

@@ -36,6 +36,10 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Pin the default subnet: SetDefaultSubnet may change it meanwhile.
+	if cfg.DefaultSubnet, err = cfg.subnet(); err != nil {
+		return nil, err
+	}
 	if prev, err := Load(pn.Dir); err == nil {
 		if prev.Complete {
 			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, ErrAlreadySetUp)
@@ -61,13 +65,7 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 		}
 		if builtin {
-			subnet, err := cfg.subnet()
-			if err == nil {
-				err = ensureMasquerade(ctx, cfg, subnet)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
-			}
+			res.Masquerade = cfg.DefaultSubnet
 		}
 	}
 	res.NetNS = filepath.Join(pn.Dir, schema.NetNSFile)
@@ -139,6 +137,11 @@ func cniPortMappings(ports []schema.PortMapping) []interface{} {
 // setupAll creates the namespace and adds every planned network, saving
 // progress after each step.
 func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
+	if res.Masquerade != "" {
+		if err := acquireMasquerade(ctx, cfg, res.Masquerade, pn.UUID); err != nil {
+			return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
+		}
+	}
 	if err := createNetNS(res.NetNS); err != nil {
 		return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,8 +63,8 @@ func TestSetupTeardownDefault(t *testing.T) {
 	}
 
 	// Outbound NAT: one rule for the subnet, kept with the bridge.
-	if err := exec.Command("iptables", append([]string{"-w", "-t", "nat", "-C"}, masqueradeRule(cfg.DefaultSubnet)...)...).Run(); err != nil {
-		t.Fatalf("no masquerade rule for %s: %v", cfg.DefaultSubnet, err)
+	if !masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("no masquerade rule for %s", cfg.DefaultSubnet)
 	}
 
 	// What Teardown must remove is there now (so the check below can fail).
@@ -86,6 +85,9 @@ func TestSetupTeardownDefault(t *testing.T) {
 	}
 	if _, err := Load(pn.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Load after Teardown: %v", err)
+	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
 	}
 }
 

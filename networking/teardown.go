@@ -57,6 +57,11 @@ func Teardown(ctx context.Context, cfg Config, podDir string) error {
 			return err
 		}
 	}
+	if res != nil && res.Masquerade != "" {
+		if err := releaseMasquerade(ctx, cfg, res.Masquerade, res.UUID); err != nil {
+			return err
+		}
+	}
 	if err := removeNetNS(netnsPath); err != nil {
 		return err
 	}
