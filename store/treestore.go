@@ -22,6 +22,9 @@ import (
 // overlayfs lowerdirs (whiteouts are in overlay form). Each layer is
 // unpacked once (by chain ID) and shared by all images and pods.
 func (s *Store) LayerPaths(ctx context.Context, img *Image) ([]string, error) {
+	if err := s.cleanTemp(); err != nil {
+		return nil, err
+	}
 	paths := make([]string, len(img.Layers))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(2)
