@@ -26,6 +26,10 @@ const (
 	modeSandbox stage1Mode = "sandbox"
 )
 
+// orphanWait bounds the wait for the host's init to reap the apps of a
+// killed supervisor.
+const orphanWait = 5 * time.Second
+
 // cleanedFile marks a pod whose resources were released after it exited.
 const cleanedFile = "stage0-cleaned"
 
@@ -116,6 +120,11 @@ func (r *Runtime) cleanup(ctx context.Context, p *pod) error {
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stage1 gc of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out))))
+		}
+	}
+	if pm, err := p.readManifest(); err == nil {
+		if left := waitPodProcesses(ctx, pm.CgroupParent, p.uuid, orphanWait); len(left) > 0 {
+			r.cfg.Logf("pod %s: processes %v are still in its cgroups", p.uuid, left)
 		}
 	}
 	if err := networking.Teardown(ctx, r.cfg.Net, p.dir); err != nil {

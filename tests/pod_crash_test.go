@@ -1,0 +1,97 @@
+package tests
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestPodSurvivesKilledRkt: kill -9 of a foreground `rkt run` leaves its pod
+// running, and `rkt stop` still works.
+func TestPodSurvivesKilledRkt(t *testing.T) {
+	pe := newPodEnv(t)
+	uuidFile := pe.Root + "/uuid"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append(append([]string{"run"}, pe.netArgs()...), "--uuid-file-save="+uuidFile, pe.image, "--exec=/bin/sleep", "--", "600")
+	cmd := pe.Command(ctx, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var uuid string
+	deadline := time.Now().Add(20 * time.Second)
+	for uuid == "" {
+		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
+			uuid = strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rkt run did not save the UUID")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pe.TrackPod(uuid)
+	pe.waitState(uuid, "running", 10*time.Second)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	time.Sleep(300 * time.Millisecond)
+	if p := pe.status(uuid); p.State != "running" || p.Apps[0].State != "running" {
+		t.Fatalf("pod did not survive kill -9 of rkt: %+v", p)
+	}
+	pe.RunOK("stop", "--timeout=1s", uuid)
+	if p := pe.status(uuid); p.State != "exited" {
+		t.Errorf("after stop: %+v", p)
+	}
+}
+
+// TestPodStage1Killed: kill -9 of the supervisor is reported as exited, and
+// its apps as exited (killed).
+func TestPodStage1Killed(t *testing.T) {
+	pe := newPodEnv(t)
+	uuid := pe.runDetached(pe.image, "--exec=/bin/sleep", "--", "600")
+	p := pe.waitState(uuid, "running", 10*time.Second)
+	if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("cannot kill stage1 %d: %v", p.Pid, err)
+	}
+	p = pe.waitState(uuid, "exited", 10*time.Second)
+	if p.Apps[0].State != "exited" || p.Apps[0].ExitCode == 0 {
+		t.Errorf("app of a killed supervisor: %+v", p.Apps[0])
+	}
+	// the app process is gone
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := exec.Command("pgrep", "-f", "sleep 600").Output()
+		found := false
+		for _, pid := range strings.Fields(string(out)) {
+			if b, _ := exec.Command("cat", "/proc/"+pid+"/cgroup").Output(); strings.Contains(string(b), uuid) {
+				found = true
+			}
+		}
+		if !found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the app survived its supervisor")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pe.RunOK("stop", uuid) // releases the network and mounts of the dead pod
+}
+
+// TestPodStopForce kills a pod whose app ignores SIGTERM.
+func TestPodStopForce(t *testing.T) {
+	pe := newPodEnv(t)
+	uuid := pe.runDetached(pe.image, "--exec=/bin/sh", "--", "-c", "trap '' TERM; sleep 600 & wait; sleep 600")
+	pe.waitState(uuid, "running", 10*time.Second)
+	start := time.Now()
+	pe.RunOK("stop", "--force", uuid)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop --force took %s", d)
+	}
+	if p := pe.status(uuid); p.State != "exited" {
+		t.Errorf("after stop --force: %+v", p)
+	}
+}
