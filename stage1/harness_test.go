@@ -65,7 +65,11 @@ func binary(t testing.TB) string {
 			return
 		}
 		stage1Bin = filepath.Join(dir, "stage1")
-		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", stage1Bin, ".")
+		args := []string{"build", "-tags", "seccomp", "-o", stage1Bin}
+		if os.Getenv("STAGE1_TEST_RACE") != "" {
+			args = append(args, "-race") // the supervisor under the race detector
+		}
+		cmd := exec.Command("go", append(args, ".")...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = err
@@ -299,6 +303,9 @@ func (p *testPod) cleanup() {
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "runc")); err == nil {
 		t.Error("runc state left behind")
+	}
+	if strings.Contains(p.log(), "DATA RACE") {
+		t.Error("the race detector fired in stage1")
 	}
 	if t.Failed() {
 		t.Logf("stage1.log:\n%s", p.log())
