@@ -15,18 +15,25 @@ import (
 // published port (portmap), and a pod with network "none".
 func BenchmarkSetupTeardown(b *testing.B) {
 	for _, bc := range []struct {
-		name  string
-		net   string
-		ports []schema.PortMapping
+		name     string
+		net      string
+		ports    []schema.PortMapping
+		neighbor bool // another pod stays on the network (NAT rule kept)
 	}{
-		{"default", "default", nil},
-		{"default+port", "default", []schema.PortMapping{{ContainerPort: 80, HostPort: 18080}}},
-		{"none", NetNone, nil},
+		{"default", "default", nil, false},
+		{"default-with-neighbor", "default", nil, true},
+		{"default+port", "default", []schema.PortMapping{{ContainerPort: 80, HostPort: 18080}}, false},
+		{"none", NetNone, nil, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			requireRoot(b)
 			cfg := testConfig(b)
 			ctx := context.Background()
+			if bc.neighbor {
+				if _, err := Setup(ctx, cfg, newPod(b, cfg, bc.net)); err != nil {
+					b.Fatalf("Setup neighbor: %v", err)
+				}
+			}
 			var setup, teardown time.Duration
 			for i := 0; b.Loop(); i++ {
 				pn := newPod(b, cfg, bc.net)

@@ -41,11 +41,11 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 		return nil, err
 	}
 	if prev, err := Load(pn.Dir); err == nil {
-		if prev.Complete {
+		if prev.Complete && !prev.TeardownStarted {
 			return nil, fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, ErrAlreadySetUp)
 		}
 		if err := Teardown(ctx, cfg, pn.Dir); err != nil {
-			return nil, fmt.Errorf("cannot clean up interrupted network setup of pod %q: %w", pn.UUID, err)
+			return nil, fmt.Errorf("cannot clean up interrupted network setup or teardown of pod %q: %w", pn.UUID, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
