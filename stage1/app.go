@@ -67,6 +67,7 @@ func (a *app) saveStatus() {
 
 // start creates the app's container and runs its process. a.mu must be held.
 func (a *app) start() (retErr error) {
+	t0 := time.Now()
 	spec, err := loadAppSpec(a.sv.podDir, a.name)
 	if err != nil {
 		return err
@@ -96,6 +97,7 @@ func (a *app) start() (retErr error) {
 		}
 	}()
 	a.destroyStale()
+	tSpec := time.Now()
 	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
 	if err != nil {
 		return fmt.Errorf("cannot create container of app %q: %w", a.name, err)
@@ -119,6 +121,7 @@ func (a *app) start() (retErr error) {
 	if err != nil {
 		return err
 	}
+	tRun := time.Now()
 	if err := a.sv.spawner.do(func() error { return ctr.Run(p) }); err != nil {
 		aio.abort()
 		return fmt.Errorf("cannot start app %q: %w", a.name, err)
@@ -128,6 +131,7 @@ func (a *app) start() (retErr error) {
 		p.Wait()
 		return fmt.Errorf("cannot set up stdio of app %q: %w", a.name, err)
 	}
+	debugf("app %q: spec %v, create+io %v, run %v", a.name, tSpec.Sub(t0), tRun.Sub(tSpec), time.Since(tRun))
 	pid, _ := p.Pid()
 	a.container, a.process, a.log = ctr, p, lw
 	a.status.State = schema.AppRunning

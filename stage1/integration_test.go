@@ -416,3 +416,56 @@ func TestPodNetns(t *testing.T) {
 		t.Error("the net sysctl changed the host")
 	}
 }
+
+func TestConcurrentAppsAndExecs(t *testing.T) {
+	p := newPod(t, nil)
+	names := []string{"a", "b", "c", "d"}
+	for _, n := range names {
+		p.addApp(n, schema.App{}, []string{"sleep", "1000"}, nil)
+	}
+	p.mustStart(modeSandbox)
+	errs := make(chan error, 3*len(names))
+	for _, n := range names {
+		go func() { errs <- p.client.StartApp(ctx(t), n) }()
+	}
+	for range names {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		for i := range 3 {
+			go func() {
+				var out bytes.Buffer
+				code, err := p.client.Exec(ctx(t), control.ExecRequest{App: n, Args: []string{"echo", n}, Stdout: &out})
+				if err == nil && (code != 0 || out.String() != n+"\n") {
+					err = fmt.Errorf("exec %d in %s: code %d output %q", i, n, code, out.String())
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range 3 * len(names) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	sts, err := p.client.Status(ctx(t))
+	if err != nil || len(sts) != len(names) {
+		t.Fatalf("status: %v %+v", err, sts)
+	}
+	for _, st := range sts {
+		if st.State != schema.AppRunning {
+			t.Errorf("app %s: %+v", st.Name, st)
+		}
+	}
+	if err := p.client.Shutdown(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(10 * time.Second)
+	for _, n := range names {
+		if st := p.status(n); st.State != schema.AppExited || st.Signal != "SIGKILL" {
+			t.Errorf("after shutdown %s: %+v", n, st)
+		}
+	}
+}
