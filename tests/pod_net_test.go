@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// httpdArgs runs busybox httpd serving body on port.
+func httpdArgs(port int, body string) []string {
+	return []string{"--exec=/bin/sh", "--", "-c",
+		fmt.Sprintf("mkdir -p /www && echo %s > /www/index.html && exec httpd -f -p %d -h /www", body, port)}
+}
+
+// TestPodTwoPodsTalk: two pods on the default network reach each other.
+func TestPodTwoPodsTalk(t *testing.T) {
+	pe := newPodEnv(t)
+	server := pe.runDetached(append([]string{pe.image}, httpdArgs(8080, "hello-from-server")...)...)
+	sp := pe.waitState(server, "running", 10*time.Second)
+	ip := sp.podIP()
+	if ip == "" {
+		t.Fatalf("server pod has no IP: %+v", sp)
+	}
+	var r = pe.run(pe.image, "--exec=/bin/sh", "--", "-c",
+		fmt.Sprintf("for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O- http://%s:8080/ && exit 0; sleep 0.2; done; exit 1", ip))
+	if r.Code != 0 || !strings.Contains(r.Stdout, "hello-from-server") {
+		t.Fatalf("client pod could not reach %s:8080: %s", ip, r)
+	}
+	pe.RunOK("stop", "--timeout=1s", server)
+}
+
+// TestPodPublishedPort: --port publishes an app port on the host.
+func TestPodPublishedPort(t *testing.T) {
+	pe := newPodEnv(t)
+	hostPort := freePort(t)
+	uuid := pe.runDetached(append([]string{fmt.Sprintf("--port=80/tcp:%d", hostPort), pe.image}, httpdArgs(80, "published")...)...)
+	pe.waitState(uuid, "running", 10*time.Second)
+	client := http.Client{Timeout: 2 * time.Second}
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", hostPort))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("published port %d does not answer: %v", hostPort, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(body, "published") {
+		t.Errorf("published port answered %q", body)
+	}
+	pe.RunOK("stop", "--timeout=1s", uuid)
+}
+
+// TestPodNetNoneAndHost: --net=none has only loopback; --net=host shares
+// the host's interfaces.
+func TestPodNetNoneAndHost(t *testing.T) {
+	pe := newPodEnv(t)
+	r := pe.run("--net=none", pe.image, "--exec=/bin/sh", "--", "-c", "ls /sys/class/net")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "lo" {
+		t.Errorf("--net=none interfaces: %s", r)
+	}
+	r = pe.run("--net=host", pe.image, "--exec=/bin/sh", "--", "-c", "ls /sys/class/net")
+	hostIfs, _ := net.Interfaces()
+	if r.Code != 0 || len(strings.Fields(r.Stdout)) != len(hostIfs) {
+		t.Errorf("--net=host interfaces (host has %d): %s", len(hostIfs), r)
+	}
+}
+
+// freePort returns a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
