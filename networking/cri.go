@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -12,7 +13,9 @@ import (
 
 // CRINetwork returns the name of the network CRI pods join: that of the
 // first config file in ConfDir in lexical order, as containerd and the
-// kubelet choose. It fails when ConfDir holds no usable config.
+// kubelet choose. When ConfDir holds none but the kubelet gave a pod CIDR
+// (SetDefaultSubnet), it is the built-in default network on that CIDR, as
+// containerd's conf_template would do. Otherwise it fails.
 func CRINetwork(cfg Config) (string, error) {
 	dir := cfg.confDir()
 	files, err := confFiles(dir)
@@ -20,7 +23,10 @@ func CRINetwork(cfg Config) (string, error) {
 		return "", err
 	}
 	if len(files) == 0 {
-		return "", fmt.Errorf("no network config found in %q", dir)
+		if _, err := os.Stat(cfg.subnetFile()); err == nil {
+			return DefaultNetworkName, nil
+		}
+		return "", fmt.Errorf("no network config found in %q and no pod CIDR set", dir)
 	}
 	list, err := readConfList(files[0])
 	if err != nil {

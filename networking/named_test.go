@@ -95,7 +95,28 @@ func TestNetworkReady(t *testing.T) {
 	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, "no network config") {
 		t.Fatalf("empty conf dir: ready=%v %q", ok, reason)
 	}
+	// A pod CIDR from the kubelet makes the built-in default network the
+	// CRI network.
+	if err := SetDefaultSubnet(cfg, "10.77.0.0/16"); err != nil {
+		t.Fatal(err)
+	}
+	if name, err := CRINetwork(cfg); err != nil || name != DefaultNetworkName {
+		t.Fatalf("CRINetwork with a pod CIDR = %q, %v", name, err)
+	}
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"bridge" not found`) {
+		t.Fatalf("default network without plugins: ready=%v %q", ok, reason)
+	}
+	withPlugins := cfg
+	withPlugins.PluginDirs = nil
+	if _, err := findPlugin(withPlugins, "bridge"); err == nil {
+		if ok, reason := NetworkReady(withPlugins); !ok {
+			t.Fatalf("default network on the pod CIDR not ready: %s", reason)
+		}
+	}
 	writeBridgeConf(t, dir, "10-net.conflist", "net", "br-x", "10.1.2.0/24")
+	if name, err := CRINetwork(cfg); err != nil || name != "net" {
+		t.Fatalf("a config file comes before the pod CIDR: %q, %v", name, err)
+	}
 	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"bridge" not found`) {
 		t.Fatalf("missing plugin: ready=%v %q", ok, reason)
 	}

@@ -19,7 +19,7 @@ func (c Config) subnet() (string, error) {
 	if c.DefaultSubnet != "" {
 		return validSubnet(c.DefaultSubnet)
 	}
-	data, err := os.ReadFile(filepath.Join(c.stateDir(), subnetFile))
+	data, err := os.ReadFile(c.subnetFile())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return DefaultSubnet, nil
@@ -28,6 +28,8 @@ func (c Config) subnet() (string, error) {
 	}
 	return validSubnet(strings.TrimSpace(string(data)))
 }
+
+func (c Config) subnetFile() string { return filepath.Join(c.stateDir(), subnetFile) }
 
 func validSubnet(s string) (string, error) {
 	_, ipnet, err := net.ParseCIDR(s)
@@ -44,7 +46,7 @@ func validSubnet(s string) (string, error) {
 // pods set up from now on (CRI UpdateRuntimeConfig's pod CIDR). An empty cidr
 // goes back to DefaultSubnet.
 func SetDefaultSubnet(cfg Config, cidr string) error {
-	path := filepath.Join(cfg.stateDir(), subnetFile)
+	path := cfg.subnetFile()
 	if cidr == "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("cannot reset default network subnet: %w", err)
