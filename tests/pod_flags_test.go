@@ -1,0 +1,127 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPodAppFlags checks the per-app flags of rkt run, one pod each.
+func TestPodAppFlags(t *testing.T) {
+	pe := newPodEnv(t)
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "f"), []byte("from-host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string // pod flags, then image flags after the image
+		app  []string
+		want string // substring of stdout
+		code int
+	}{
+		{"env", nil, []string{"--set-env=A=1", "--set-env=B=two words"}, "1 two words", 0},
+		{"user", nil, []string{"--user=nobody"}, "uid=65534", 0},
+		{"user-group", nil, []string{"--user=1234", "--group=4321"}, "uid=1234 gid=4321", 0},
+		{"working-dir", nil, []string{"--working-dir=/tmp"}, "/tmp", 0},
+		{"readonly-rootfs", nil, []string{"--readonly-rootfs"}, "Read-only file system", 1},
+		{"caps-retain", nil, []string{"--caps-retain=CAP_NET_BIND_SERVICE"}, "CapEff:\t0000000000000400", 0},
+		{"caps-remove", nil, []string{"--caps-remove=CAP_CHOWN"}, "chown-denied", 0},
+		{"seccomp-remove", nil, []string{"--seccomp=mode=remove,mkdir,mkdirat"}, "mkdir-denied", 0},
+		{"seccomp-default", nil, nil, "Seccomp:\t2", 0},
+		{"seccomp-unconfined", nil, []string{"--seccomp=unconfined"}, "Seccomp:\t0", 0},
+		{"memory", nil, []string{"--memory=64M"}, "67108864", 0},
+		{"cpu", nil, []string{"--cpu=500m"}, "50000 100000", 0},
+		{"volume", []string{"--volume=data,kind=host,source=" + hostDir, "--volume=scratch,kind=empty"}, []string{"--mount=volume=data,target=/data", "--mount=volume=scratch,target=/scratch"}, "from-host|scratch-ok", 0},
+		{"hostname-dns", []string{"--hostname=myhost", "--dns=10.0.0.53", "--dns-search=example.org"}, nil, "myhost|nameserver 10.0.0.53|search example.org", 0},
+		{"name", nil, []string{"--name=custom"}, "custom", 0},
+	}
+	scripts := map[string]string{
+		"env":                `echo "$A $B"`,
+		"user":               `id`,
+		"user-group":         `id`,
+		"working-dir":        `pwd`,
+		"readonly-rootfs":    `touch /x`,
+		"caps-retain":        `grep CapEff /proc/self/status`,
+		"caps-remove":        `chown 1 /tmp 2>/dev/null && echo chown-ok || echo chown-denied`,
+		"seccomp-remove":     `mkdir /newdir 2>/dev/null && echo mkdir-ok || echo mkdir-denied`,
+		"seccomp-default":    `grep Seccomp: /proc/self/status`,
+		"seccomp-unconfined": `grep Seccomp: /proc/self/status`,
+		"memory":             `cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max`,
+		"cpu":                `echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)`,
+		"volume":             `cat /data/f; echo; touch /scratch/x && echo scratch-ok`,
+		"hostname-dns":       `hostname; cat /etc/resolv.conf; cat /etc/hostname`,
+		"name":               `cat /proc/self/cgroup | grep -o custom | head -1`,
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append([]string{}, c.args...), pe.image)
+			args = append(args, c.app...)
+			args = append(args, "--exec=/bin/sh", "--", "-c", scripts[c.name])
+			r := pe.WithT(t).Run(append(append([]string{"run"}, pe.netArgs()...), args...)...)
+			if r.Code != c.code {
+				t.Fatalf("exit code %d, want %d: %s", r.Code, c.code, r)
+			}
+			out := r.Stdout + r.Stderr
+			for _, w := range strings.Split(c.want, "|") {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q: %s", w, r)
+				}
+			}
+		})
+	}
+}
+
+// TestPodMultipleApps runs two apps in one pod: they share the network and
+// the pod exits with the failing app's code.
+func TestPodMultipleApps(t *testing.T) {
+	pe := newPodEnv(t)
+	r := pe.run(pe.image, "--name=server", "--exec=/bin/sh", "--", "-c", "mkdir /www; echo shared > /www/index.html; httpd -f -p 8081 -h /www & sleep 3; exit 0",
+		"---", pe.image, "--name=client", "--exec=/bin/sh", "--", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O- http://127.0.0.1:8081/ && exit 4; sleep 0.2; done; exit 1")
+	if r.Code != 4 || !strings.Contains(r.Stdout, "shared") {
+		t.Errorf("two apps: %s", r)
+	}
+}
+
+// TestPodOOM: an app killed by the OOM killer is reported as such.
+func TestPodOOM(t *testing.T) {
+	pe := newPodEnv(t)
+	uuid := pe.runDetached(pe.image, "--memory=16M", "--exec=/bin/sh", "--", "-c", "x=0123456789; while true; do x=$x$x; done")
+	p := pe.waitState(uuid, "exited", 30*time.Second)
+	if !p.Apps[0].OOMKilled || p.Apps[0].ExitCode == 0 {
+		t.Errorf("OOM not reported: %+v", p.Apps[0])
+	}
+	r := pe.RunOK("app", "status", uuid, "--app="+p.Apps[0].Name)
+	if !strings.Contains(r.Stdout, "oom-killed=true") {
+		t.Errorf("app status: %s", r)
+	}
+}
+
+// TestPodInteractive: --interactive gives the app a terminal on rkt's stdio.
+func TestPodInteractive(t *testing.T) {
+	pe := newPodEnv(t)
+	r := pe.RunStdin([]byte("tty; echo answer-$((40+2))\nexit 6\n"),
+		append(append([]string{"run"}, pe.netArgs()...), "--interactive", pe.image, "--exec=/bin/sh")...)
+	if r.Code != 6 || !strings.Contains(r.Stdout, "answer-42") || !strings.Contains(r.Stdout, "/dev/pts/") {
+		t.Errorf("interactive run: %s", r)
+	}
+}
+
+// TestPodGCGracePeriod: exited pods are kept for the grace period.
+func TestPodGCGracePeriod(t *testing.T) {
+	pe := newPodEnv(t)
+	uuidFile := pe.Root + "/uuid"
+	pe.run("--uuid-file-save="+uuidFile, pe.image, "--exec=/bin/true")
+	uuid := readFile(t, uuidFile)
+	pe.TrackPod(uuid)
+	pe.RunOK("gc", "--grace-period=1h")
+	if p := pe.status(uuid); p.State != "exited garbage" {
+		t.Fatalf("after gc with a grace period: %+v", p)
+	}
+	pe.RunOK("gc", "--grace-period=0s")
+	if r := pe.Run("status", uuid); r.Code == 0 {
+		t.Errorf("pod still there after gc --grace-period=0s: %s", r)
+	}
+}
