@@ -14,6 +14,9 @@ type PodNet struct {
 	Net   string               // "default", "none", "host" or a comma-separated list of network names
 	Ports []schema.PortMapping // published ports, applied to the first network
 	DNS   *schema.DNS          // passed to plugins that declare the "dns" capability
+	// Args are extra CNI_ARGS, e.g. K8S_POD_NAMESPACE and K8S_POD_NAME for
+	// the CRI; IgnoreUnknown=1 is added so plugins not knowing them go on.
+	Args [][2]string
 }
 
 // Result is what Setup did, as saved in <pod dir>/net-info.json.
@@ -46,6 +49,7 @@ type NetworkResult struct {
 	// What CNI DEL needs, independent of the config files.
 	ConfList       json.RawMessage        `json:"confList"`
 	CapabilityArgs map[string]interface{} `json:"capabilityArgs,omitempty"`
+	Args           [][2]string            `json:"args,omitempty"`
 }
 
 // IPConfig is one address of the pod.

@@ -104,11 +104,16 @@ func planNetworks(cfg Config, names []string, pn PodNet) (nets []NetworkResult, 
 				"options":  pn.DNS.Options,
 			}
 		}
+		var args [][2]string
+		if len(pn.Args) > 0 {
+			args = append([][2]string{{"IgnoreUnknown", "1"}}, pn.Args...)
+		}
 		nets = append(nets, NetworkResult{
 			Name:           name,
 			IfName:         fmt.Sprintf("eth%d", i),
 			ConfList:       conf,
 			CapabilityArgs: caps,
+			Args:           args,
 		})
 	}
 	return nets, builtin, nil
@@ -177,6 +182,7 @@ func runtimeConf(uuid, netns string, n *NetworkResult) *libcni.RuntimeConf {
 		ContainerID:    uuid,
 		NetNS:          netns,
 		IfName:         n.IfName,
+		Args:           n.Args,
 		CapabilityArgs: n.CapabilityArgs,
 	}
 }

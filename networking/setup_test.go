@@ -96,6 +96,7 @@ func TestTwoPodsTalk(t *testing.T) {
 	cfg := testConfig(t)
 	ctx := context.Background()
 	a, b := newPod(t, cfg, "default"), newPod(t, cfg, "default")
+	a.Args = [][2]string{{"K8S_POD_NAMESPACE", "ns"}, {"K8S_POD_NAME", "a"}} // as the CRI passes them
 	ra, err := Setup(ctx, cfg, a)
 	if err != nil {
 		t.Fatalf("Setup a: %v", err)
