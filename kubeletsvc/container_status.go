@@ -20,9 +20,12 @@ func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.Containe
 	spec, specErr := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
 	if specErr == nil && spec.Process != nil {
 		u := spec.Process.User
-		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID)}
+		// the process's groups: its primary group, then the supplementary ones
+		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID), SupplementalGroups: []int64{int64(u.GID)}}
 		for _, g := range u.AdditionalGids {
-			lu.SupplementalGroups = append(lu.SupplementalGroups, int64(g))
+			if g != u.GID {
+				lu.SupplementalGroups = append(lu.SupplementalGroups, int64(g))
+			}
 		}
 		st.User = &runtimeapi.ContainerUser{Linux: lu}
 		if spec.Linux != nil {
