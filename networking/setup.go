@@ -28,6 +28,8 @@ const rollbackTimeout = 30 * time.Second
 // with the pod's ports published on the first one. Progress is saved in
 // net-info.json before each step, so that Teardown undoes a Setup that
 // failed or was killed half-way. On error Setup tears down what it did.
+// With host networking Setup only records the mode: ports are ignored (apps
+// bind host ports themselves). With "none" publishing ports is an error.
 func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 	if !filepath.IsAbs(pn.Dir) || pn.UUID == "" {
 		return nil, fmt.Errorf("cannot set up network of pod %q in %q: need a UUID and an absolute pod dir", pn.UUID, pn.Dir)
