@@ -469,3 +469,23 @@ func TestConcurrentAppsAndExecs(t *testing.T) {
 		}
 	}
 }
+
+func TestSeccompAndReadonlyRootfs(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("locked", schema.App{}, []string{"sh", "-c", "mkdir /tmp/x || echo blocked; touch /f 2>/dev/null || echo readonly"}, func(s *specs.Spec) {
+		errno := uint(1) // EPERM
+		s.Linux.Seccomp = &specs.LinuxSeccomp{
+			DefaultAction: specs.ActAllow,
+			Architectures: []specs.Arch{specs.ArchX86_64},
+			Syscalls:      []specs.LinuxSyscall{{Names: []string{"mkdir", "mkdirat"}, Action: specs.ActErrno, ErrnoRet: &errno}},
+		}
+		s.Root.Readonly = true
+	})
+	p.mustStart(modeRun)
+	p.waitExit(20 * time.Second)
+	got := logEntries(t, filepath.Join(p.dir, "apps/locked/log"))
+	if strings.Join(got, "|") != "stderr F mkdir: can't create directory '/tmp/x': Operation not permitted|stdout F blocked|stdout F readonly" &&
+		strings.Join(got, "|") != "stdout F blocked|stderr F mkdir: can't create directory '/tmp/x': Operation not permitted|stdout F readonly" {
+		t.Errorf("log: %q", got)
+	}
+}
