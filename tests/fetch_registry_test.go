@@ -121,3 +121,28 @@ func TestFetchMultipleAndNames(t *testing.T) {
 		t.Errorf("partial fetch: %s", r)
 	}
 }
+
+// TestFetchDigestVerified serves a layer and, separately, a config with one
+// byte flipped: the fetch is refused and the store keeps nothing.
+func TestFetchDigestVerified(t *testing.T) {
+	for _, which := range []string{"layer", "config"} {
+		t.Run(which, func(t *testing.T) {
+			env := testutil.NewEnv(t)
+			reg := testutil.StartRegistry(t)
+			img := testutil.Busybox(t)
+			ref := reg.Push(t, "tampered:1", img)
+			digest := testutil.ImageID(t, img)
+			if which == "layer" {
+				layers, _ := img.Layers()
+				d, _ := layers[0].Digest()
+				digest = d.String()
+			}
+			reg.CorruptBlob(digest)
+			r := env.RunFail("fetch", "--no-progress", ref)
+			if !strings.Contains(r.Stderr, "digest") && !strings.Contains(r.Stderr, "sha256") {
+				t.Errorf("error does not mention the digest: %s", r.Stderr)
+			}
+			assertStoreEmpty(t, env, "tampered "+which)
+		})
+	}
+}

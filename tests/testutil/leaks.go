@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -69,6 +70,40 @@ func FindLeaks(dataDir string, uuids []string) []Leak {
 	leaks = append(leaks, findNetns(uuids)...)
 	leaks = append(leaks, findIPReservations(dataDir)...)
 	leaks = append(leaks, findPodState(dataDir)...)
+	leaks = append(leaks, findCNICache(dataDir)...)
+	leaks = append(leaks, findIptables(uuids)...)
+	return leaks
+}
+
+// findCNICache reports libcni cached results (attachments not deleted)
+// under <dataDir>/networks.
+func findCNICache(dataDir string) []Leak {
+	var leaks []Leak
+	filepath.WalkDir(filepath.Join(dataDir, "networks"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(path)) == "results" {
+			leaks = append(leaks, Leak{Kind: "cni", What: "cached attachment " + path})
+		}
+		return nil
+	})
+	return leaks
+}
+
+// findIptables reports iptables rules and chains that mention a pod UUID
+// (CNI's bridge masquerading and portmap tag theirs with the container ID).
+func findIptables(uuids []string) []Leak {
+	if len(uuids) == 0 {
+		return nil
+	}
+	out, err := exec.Command("iptables-save").Output()
+	if err != nil {
+		return nil // no iptables here: nothing to leak
+	}
+	var leaks []Leak
+	for _, line := range strings.Split(string(out), "\n") {
+		if containsAny(line, uuids) {
+			leaks = append(leaks, Leak{Kind: "iptables", What: line})
+		}
+	}
 	return leaks
 }
 

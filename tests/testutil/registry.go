@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ type Registry struct {
 	mu       sync.Mutex
 	requests []string
 	blobRate int // bytes per second for blob GETs; 0 = full speed
+	corrupt  map[string]bool
 }
 
 // RegistryOption configures StartRegistry.
@@ -79,6 +81,18 @@ func (r *Registry) Ref(repoTag string) string { return r.Addr + "/" + repoTag }
 func (r *Registry) SetBlobRate(bytesPerSecond int) {
 	r.mu.Lock()
 	r.blobRate = bytesPerSecond
+	r.mu.Unlock()
+}
+
+// CorruptBlob makes the registry serve the blob with the given digest
+// ("sha256:...") with one byte flipped (same length), as a faulty mirror or
+// an attacker would.
+func (r *Registry) CorruptBlob(digest string) {
+	r.mu.Lock()
+	if r.corrupt == nil {
+		r.corrupt = map[string]bool{}
+	}
+	r.corrupt[digest] = true
 	r.mu.Unlock()
 }
 
@@ -167,6 +181,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests = append(r.requests, req.Method+" "+req.URL.Path)
 	rate := r.blobRate
+	corrupt := r.corrupt[path.Base(req.URL.Path)]
 	r.mu.Unlock()
 	if req.URL.Path == "/token" && r.tokenAuth {
 		r.serveToken(w, req)
@@ -181,8 +196,9 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
 		return
 	}
-	if rate > 0 && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {
-		r.serveSlow(w, req, rate)
+	isBlobGet := req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:")
+	if isBlobGet && (rate > 0 || corrupt) {
+		r.serveBlob(w, req, rate, corrupt)
 		return
 	}
 	r.inner.ServeHTTP(w, req)
@@ -207,9 +223,9 @@ func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"token": r.token, "access_token": r.token, "expires_in": 300})
 }
 
-// serveSlow serves a blob at rate bytes/s in small chunks, stopping when
-// the client goes away.
-func (r *Registry) serveSlow(w http.ResponseWriter, req *http.Request, rate int) {
+// serveBlob serves a blob, with a byte flipped if corrupt, at rate
+// bytes/s (0: at once) in small chunks, stopping when the client goes away.
+func (r *Registry) serveBlob(w http.ResponseWriter, req *http.Request, rate int, corrupt bool) {
 	rec := httptest.NewRecorder()
 	r.inner.ServeHTTP(rec, req)
 	for k, v := range rec.Header() {
@@ -217,6 +233,14 @@ func (r *Registry) serveSlow(w http.ResponseWriter, req *http.Request, rate int)
 	}
 	w.WriteHeader(rec.Code)
 	body := rec.Body.Bytes()
+	if corrupt && len(body) > 0 {
+		body = append([]byte(nil), body...)
+		body[len(body)/2] ^= 0xff
+	}
+	if rate == 0 {
+		w.Write(body)
+		return
+	}
 	chunk := rate / 20
 	if chunk < 512 {
 		chunk = 512
