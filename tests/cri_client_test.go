@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -132,4 +131,4 @@ func must(t testing.TB, what string, err error) {
 	}
 }
 
-var _ = fmt.Sprintf
+func sleepShort() { time.Sleep(100 * time.Millisecond) }

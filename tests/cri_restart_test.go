@@ -1,0 +1,130 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// criSnapshot is everything the kubelet lists, as comparable text.
+func criSnapshot(t *testing.T, c *criClient) (pods, ctrs []string, pids map[string]string) {
+	t.Helper()
+	ctx := rpcCtx(t)
+	lp, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	must(t, "ListPodSandbox", err)
+	pids = map[string]string{}
+	for _, p := range lp.Items {
+		pods = append(pods, marshal(t, p))
+		st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.Id, Verbose: true})
+		must(t, "PodSandboxStatus", err)
+		var info struct {
+			Pid int `json:"pid"`
+		}
+		must(t, "parse sandbox info", json.Unmarshal([]byte(st.Info["info"]), &info))
+		pids[p.Id] = fmt.Sprint(info.Pid)
+		pods = append(pods, marshal(t, st.Status))
+	}
+	lc, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	must(t, "ListContainers", err)
+	for _, ct := range lc.Containers {
+		ctrs = append(ctrs, marshal(t, ct))
+		st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ct.Id})
+		must(t, "ContainerStatus", err)
+		ctrs = append(ctrs, marshal(t, st.Status))
+	}
+	sort.Strings(pods)
+	sort.Strings(ctrs)
+	return pods, ctrs, pids
+}
+
+func marshal(t *testing.T, m proto.Message) string {
+	b, err := protojson.MarshalOptions{Multiline: false}.Marshal(m)
+	must(t, "marshal", err)
+	return string(b)
+}
+
+// TestCRIRestart kills the service with SIGKILL while 10 pods run, starts
+// it again and checks that it lists exactly the same sandboxes and
+// containers (IDs, metadata, states, timestamps, exit codes, log paths),
+// that the pods never stopped (same supervisor pids, containers running)
+// and that their names are still reserved.
+func TestCRIRestart(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := t.TempDir()
+	for i := 0; i < 10; i++ {
+		runPodWithContainer(t, c, fmt.Sprintf("restart-%d", i), imgID, logDir)
+	}
+	// one exited container too, to check exit codes and finish times
+	pod0, _ := runPodWithContainer(t, c, "restart-exited", imgID, logDir)
+	ctx := rpcCtx(t)
+	ex, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod0,
+		Config: containerConfig("exits", imgID, "sh", "-c", "exit 7"), SandboxConfig: podConfig("restart-exited", logDir)})
+	must(t, "CreateContainer", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ex.ContainerId})
+	must(t, "StartContainer", err)
+	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
+
+	pods1, ctrs1, pids1 := criSnapshot(t, c)
+	if len(pids1) != 11 || len(ctrs1) != 2*12 {
+		t.Fatalf("before the restart: %d pods, %d container entries; want 11 and 24", len(pids1), len(ctrs1))
+	}
+	svc.Kill()
+	svc.Restart()
+	c = dialCRI(t, svc)
+	pods2, ctrs2, pids2 := criSnapshot(t, c)
+	diff(t, "sandboxes", pods1, pods2)
+	diff(t, "containers", ctrs1, ctrs2)
+	for id, pid := range pids1 {
+		if pids2[id] != pid || pid == "0" {
+			t.Errorf("pod %s: supervisor pid %s before the restart, %s after", id, pid, pids2[id])
+		}
+	}
+	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})
+	if err == nil {
+		t.Errorf("after the restart a duplicate sandbox name was accepted")
+	}
+	st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ex.ContainerId})
+	must(t, "ContainerStatus", err)
+	if st.Status.ExitCode != 7 || st.Status.Reason != "Error" {
+		t.Errorf("exited container after the restart: exit %d reason %q; want 7 Error", st.Status.ExitCode, st.Status.Reason)
+	}
+}
+
+// diff reports entries that differ between two sorted lists.
+func diff(t *testing.T, what string, a, b []string) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Errorf("%s: %d entries before the restart, %d after", what, len(a), len(b))
+	}
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			t.Errorf("%s differ after the restart:\nbefore: %s\nafter:  %s", what, a[i], b[i])
+		}
+	}
+}
+
+// waitContainerState polls until a container reaches state.
+func waitContainerState(t *testing.T, c *criClient, id string, state runtimeapi.ContainerState) {
+	t.Helper()
+	for i := 0; i < 300; i++ {
+		st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		must(t, "ContainerStatus", err)
+		if st.Status.State == state {
+			return
+		}
+		sleepShort()
+	}
+	t.Fatalf("container %s never reached %v", id, state)
+}
