@@ -13,7 +13,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func writeLayout(t *testing.T, img v1.Image, annotations map[string]string) string {
@@ -159,5 +161,73 @@ func mustFile(t *testing.T, p, want string) {
 	b, _ := io.ReadAll(f)
 	if string(b) != want {
 		t.Errorf("%s = %q, want %q", p, b, want)
+	}
+}
+
+func TestLayoutWithPlatformIndex(t *testing.T) {
+	host := platform(FetchOptions{})
+	mine := testImage(t, "ARCH=mine", []entry{{name: "arch", body: "mine"}})
+	other := testImage(t, "ARCH=other", []entry{{name: "arch", body: "other"}})
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: other, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "s390x"}}},
+		mutate.IndexAddendum{Add: mine, Descriptor: v1.Descriptor{Platform: &host}},
+	)
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": "1.0",
+		"io.containerd.image.name":          "example.com/multi:1.0",
+	})); err != nil {
+		t.Fatal(err)
+	}
+	got, err := newStore(t).Fetch(context.Background(), "oci:"+dir+":1.0", FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != mustDigest(t, mine.ConfigName) {
+		t.Errorf("got %s, want this platform's image", got.ID)
+	}
+	if len(got.Names) != 1 || got.Names[0] != "example.com/multi:1.0" {
+		t.Errorf("Names = %v", got.Names)
+	}
+}
+
+func TestHostileOCIArchiveStaysInside(t *testing.T) {
+	img := testImage(t, "X=1", []entry{{name: "x", body: "x"}})
+	layoutDir := writeLayout(t, img, nil)
+	base := t.TempDir()
+	archive := filepath.Join(base, "a.tar")
+	tarDir(t, layoutDir, archive)
+	// Append entries aimed outside the extraction directory.
+	raw, _ := os.ReadFile(archive)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(raw))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		tw.WriteHeader(h)
+		io.Copy(tw, tr)
+	}
+	for _, n := range []string{"../../evil", "/abs-evil"} {
+		tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: 4})
+		tw.Write([]byte("evil"))
+	}
+	tw.WriteHeader(&tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/"})
+	tw.Close()
+	os.WriteFile(archive, buf.Bytes(), 0o644)
+	s := newStore(t)
+	if _, err := s.Fetch(context.Background(), "oci-archive:"+archive, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(filepath.Dir(s.Dir()), "evil"), filepath.Join(s.Dir(), "evil"), "/abs-evil", filepath.Join(base, "evil")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("hostile archive wrote %s", p)
+		}
 	}
 }

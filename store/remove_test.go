@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -165,5 +166,30 @@ func TestGC(t *testing.T) {
 		if _, err := s.LayerPaths(ctx, img); err != nil {
 			t.Errorf("image %s broken by GC: %v", img.ID, err)
 		}
+	}
+}
+
+func TestMarkUsedProtectsFromGC(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	ctx := context.Background()
+	img, err := s.Fetch(ctx, reg.push(t, "mu/img:1", testImage(t, "MU=1", []entry{{name: "m", body: "m"}})), FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backdate(t, s, img.ID, time.Now().Add(-2*time.Hour))
+	if err := s.MarkUsed(img.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.GC(ctx, time.Hour, nil)
+	if err != nil || len(res.Images) != 0 {
+		t.Fatalf("GC after MarkUsed removed %v (%v)", res, err)
+	}
+	got, err := s.ResolveImage(img.ID)
+	if err != nil || time.Since(got.LastUsedAt) > time.Minute {
+		t.Errorf("LastUsedAt = %v, %v", got, err)
+	}
+	if err := s.MarkUsed("sha256:" + strings.Repeat("0", 64)); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("MarkUsed of a missing image: %v", err)
 	}
 }
