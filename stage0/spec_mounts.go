@@ -115,6 +115,7 @@ func appMount(in specInput, m Mount) (specs.Mount, error) {
 	src := m.Source
 	typ := m.Type
 	readOnly := m.ReadOnly
+	internal := false // a directory of the pod: no symlinks to follow
 	if m.Volume != "" {
 		v, ok := findVolume(in.pod.Volumes, m.Volume)
 		if !ok {
@@ -126,6 +127,7 @@ func appMount(in specInput, m Mount) (specs.Mount, error) {
 			src = v.Source
 		case "empty", "":
 			src = filepath.Join(in.podDir, podVolumesDir, v.Name)
+			internal = true
 		default:
 			return specs.Mount{}, fmt.Errorf("volume %q: unknown kind %q: %w", v.Name, v.Kind, ErrInvalid)
 		}
@@ -136,12 +138,15 @@ func appMount(in specInput, m Mount) (specs.Mount, error) {
 		if !filepath.IsAbs(src) {
 			return specs.Mount{}, fmt.Errorf("mount on %q: host path %q is not absolute: %w", m.Destination, src, ErrInvalid)
 		}
-		// follow symlinks on the host, as the kubelet expects
-		resolved, err := filepath.EvalSymlinks(src)
-		if err != nil {
-			return specs.Mount{}, fmt.Errorf("mount on %q: cannot resolve host path %q: %w", m.Destination, src, err)
+		if !internal {
+			// follow symlinks on the host, as the kubelet expects
+			resolved, err := filepath.EvalSymlinks(src)
+			if err != nil {
+				return specs.Mount{}, fmt.Errorf("mount on %q: cannot resolve host path %q: %w", m.Destination, src, err)
+			}
+			src = resolved
 		}
-		src, typ = resolved, "bind"
+		typ = "bind"
 		opts = append(opts, "rbind")
 	}
 	switch m.Propagation {

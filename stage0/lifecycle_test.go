@@ -1,0 +1,190 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/rkt/rkt/pkg/lock"
+)
+
+// fakeImages resolves every reference to one image with no layers.
+type fakeImages struct{}
+
+func (fakeImages) AppImage(ctx context.Context, ref string) (*Image, error) {
+	if ref == "missing" {
+		return nil, fmt.Errorf("image %q: not found", ref)
+	}
+	return &Image{ID: "sha256:" + ref, Name: "example.org/" + ref + ":1", Config: &v1.ConfigFile{Config: v1.Config{Cmd: []string{"/bin/true"}}}}, nil
+}
+
+func newTestRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	rt, err := New(Config{DataDir: t.TempDir(), Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func TestPrepareStatusRemove(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{
+		PodOptions: PodOptions{Annotations: map[string]string{"k": "v"}},
+		Apps:       []AppOptions{{Image: "busybox"}, {Image: "busybox"}, {Image: "nginx", Name: "Web.1"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := rt.Status(ctx, uuid[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.State != PodPrepared || len(ps.Apps) != 3 || ps.Manifest.Annotations["k"] != "v" || ps.Manifest.Hostname != "rkt-"+uuid {
+		t.Fatalf("status: %+v", ps)
+	}
+	names := []string{ps.Apps[0].App.Name, ps.Apps[1].App.Name, ps.Apps[2].App.Name}
+	if names[0] != "busybox" || names[1] != "busybox-2" || names[2] != "Web.1" {
+		t.Errorf("app names %v", names)
+	}
+	if ps.Apps[0].State != "created" || ps.Apps[0].ImageRef != "example.org/busybox:1" {
+		t.Errorf("app status %+v", ps.Apps[0])
+	}
+	inUse, err := rt.ImagesInUse()
+	if err != nil || !inUse["sha256:busybox"] || !inUse["sha256:nginx"] {
+		t.Errorf("images in use: %v %v", inUse, err)
+	}
+	if err := rt.Stop(ctx, uuid, StopOptions{}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("stop of a prepared pod: %v", err)
+	}
+	if err := rt.Remove(ctx, uuid, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Status(ctx, uuid); !errors.Is(err, ErrPodNotFound) {
+		t.Errorf("status after remove: %v", err)
+	}
+}
+
+func TestPrepareErrorsLeaveNothing(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	for _, opts := range []PrepareOptions{
+		{},
+		{Apps: []AppOptions{{Image: "missing"}}},
+		{Apps: []AppOptions{{Image: "a", Name: "x"}, {Image: "b", Name: "x"}}},
+		{Apps: []AppOptions{{Image: "a", Name: "bad/name"}}},
+		{PodOptions: PodOptions{UUID: "not-a-uuid"}, Apps: []AppOptions{{Image: "a"}}},
+	} {
+		if _, err := rt.Prepare(ctx, opts); err == nil {
+			t.Errorf("prepare %+v succeeded", opts)
+		}
+	}
+	pods, err := rt.List(ctx)
+	if err != nil || len(pods) != 0 {
+		t.Errorf("failed prepares left pods: %v %v", pods, err)
+	}
+	for _, d := range podStateDirs {
+		if e, _ := os.ReadDir(rt.stateDir(d)); len(e) != 0 {
+			t.Errorf("%s not empty: %v", d, e)
+		}
+	}
+}
+
+func TestUUIDPrefixes(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	a, err := rt.Prepare(ctx, PrepareOptions{PodOptions: PodOptions{UUID: "aaaaaaaa-0000-4000-8000-000000000001"}, Apps: []AppOptions{{Image: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Prepare(ctx, PrepareOptions{PodOptions: PodOptions{UUID: "aaaaaaaa-0000-4000-8000-000000000002"}, Apps: []AppOptions{{Image: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Prepare(ctx, PrepareOptions{PodOptions: PodOptions{UUID: a}, Apps: []AppOptions{{Image: "x"}}}); err == nil {
+		t.Error("duplicate UUID accepted")
+	}
+	for prefix, want := range map[string]error{"aaaa": ErrAmbiguousUUID, "b": ErrPodNotFound, "": ErrInvalid, "AAAAAAAA-0000-4000-8000-000000000001": nil} {
+		got, err := rt.ResolveUUID(prefix)
+		if !errors.Is(err, want) || (want == nil && got != a) {
+			t.Errorf("ResolveUUID(%q) = %q, %v; want %v", prefix, got, err, want)
+		}
+	}
+}
+
+func TestGCExpiresPreparedAndAborted(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// an aborted prepare: a pod dir left unlocked in prepare/
+	aborted := rt.podAt(dirPrepare, "bbbbbbbb-0000-4000-8000-000000000001")
+	os.MkdirAll(aborted.dir, 0o711)
+	// a pod being prepared right now (locked) must be left alone
+	busy := rt.podAt(dirPrepare, "cccccccc-0000-4000-8000-000000000001")
+	os.MkdirAll(busy.dir, 0o711)
+	l, err := lock.TryExclusive(busy.dir, lock.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if st, _ := rt.Status(ctx, busy.uuid); st == nil || st.State != PodEmbryo {
+		t.Errorf("locked pod without manifest: %+v", st)
+	}
+	res, err := rt.GC(ctx, GCOptions{ExpirePrepared: time.Hour})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	if len(res.Removed) != 1 || res.Removed[0] != aborted.uuid {
+		t.Errorf("first gc removed %v, want only the aborted prepare", res.Removed)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	p, _ := rt.findPod(uuid)
+	os.Chtimes(p.dir, old, old)
+	res, _ = rt.GC(ctx, GCOptions{ExpirePrepared: time.Hour})
+	if len(res.Removed) != 1 || res.Removed[0] != uuid {
+		t.Errorf("second gc removed %v, want the expired prepared pod", res.Removed)
+	}
+	if _, err := os.Stat(busy.dir); err != nil {
+		t.Errorf("gc touched a locked pod: %v", err)
+	}
+}
+
+func TestConcurrentPrepares(t *testing.T) {
+	rt := newTestRuntime(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := rt.Prepare(context.Background(), PrepareOptions{Apps: []AppOptions{{Image: "x"}}})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	pods, err := rt.List(context.Background())
+	if err != nil || len(pods) != 20 {
+		t.Errorf("listed %d pods, %v", len(pods), err)
+	}
+	for _, p := range pods {
+		if _, err := os.Stat(filepath.Join(p.Dir, "apps", "x", appRecordFile)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,329 @@
+package stage0
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// fakeRootfs writes an image-like rootfs with /etc/passwd and /etc/group.
+func fakeRootfs(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www:/var/www:/bin/false\nalice:x:1000:1000::/home/alice:/bin/sh\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\nwww-data:x:33:\nalice:x:1000:\nstaff:x:50:alice\nvideo:x:44:alice,bob\n"), 0o644)
+	return root
+}
+
+func testInput(t *testing.T, opts AppOptions, imgCfg v1.Config) specInput {
+	pm := &schema.PodManifest{UUID: "11111111-2222-4333-8444-555555555555", Net: "default", CgroupParent: "/rkt",
+		Volumes: []schema.Volume{{Name: "scratch", Kind: "empty"}, {Name: "host", Kind: "host", Source: "/tmp"}}}
+	return specInput{
+		pod: pm, podDir: "/var/lib/rkt/pods/run/" + pm.UUID, app: schema.App{Name: "web"},
+		image: &Image{ID: "sha256:abc", Name: "busybox", Config: &v1.ConfigFile{Config: imgCfg}},
+		opts: opts, rootfs: fakeRootfs(t),
+	}
+}
+
+func TestBuildSpecProcess(t *testing.T) {
+	img := v1.Config{Entrypoint: []string{"/ep"}, Cmd: []string{"c1", "c2"}, Env: []string{"PATH=/bin", "A=img"}, WorkingDir: "/w", User: "www-data"}
+	cases := []struct {
+		name     string
+		opts     AppOptions
+		img      v1.Config
+		args     []string
+		env      []string
+		cwd      string
+		uid, gid uint32
+		groups   []uint32
+		wantErr  bool
+	}{
+		{name: "image defaults", img: img, args: []string{"/ep", "c1", "c2"}, env: []string{"PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{}},
+		{name: "args override cmd", img: img, opts: AppOptions{Args: []string{"x"}}, args: []string{"/ep", "x"}, env: []string{"PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{}},
+		{name: "exec drops entrypoint and cmd", img: img, opts: AppOptions{Exec: []string{"/bin/sh"}, Args: []string{"-c", "true"}, Env: []string{"A=opt", "B=1"}, WorkingDir: "/tmp", User: "1000"},
+			args: []string{"/bin/sh", "-c", "true"}, env: []string{"PATH=/bin", "A=opt", "B=1", "HOME=/home/alice"}, cwd: "/tmp", uid: 1000, gid: 1000, groups: []uint32{50, 44}},
+		{name: "strict groups and group override", img: img, opts: AppOptions{User: "alice", Group: "staff", StrictGroups: true, SupplementaryGroups: []uint32{7}},
+			args: []string{"/ep", "c1", "c2"}, env: []string{"PATH=/bin", "A=img", "HOME=/home/alice"}, cwd: "/w", uid: 1000, gid: 50, groups: []uint32{7}},
+		{name: "numeric user not in passwd", img: v1.Config{Cmd: []string{"/x"}}, opts: AppOptions{User: "4242:4343"},
+			args: []string{"/x"}, env: []string{"PATH=" + defaultPath, "HOME=/"}, cwd: "/", uid: 4242, gid: 4343, groups: []uint32{}},
+		{name: "tty sets TERM", img: v1.Config{Cmd: []string{"/x"}}, opts: AppOptions{TTY: true},
+			args: []string{"/x"}, env: []string{"PATH=" + defaultPath, "HOME=/root", "TERM=xterm"}, cwd: "/", groups: []uint32{}},
+		{name: "unknown user", img: img, opts: AppOptions{User: "nobody-here"}, wantErr: true},
+		{name: "no command", img: v1.Config{}, wantErr: true},
+		{name: "relative workdir", img: img, opts: AppOptions{WorkingDir: "rel"}, wantErr: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := buildSpec(testInput(t, c.opts, c.img))
+			if c.wantErr {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := s.Process
+			if !reflect.DeepEqual(p.Args, c.args) || !reflect.DeepEqual(p.Env, c.env) || p.Cwd != c.cwd {
+				t.Errorf("args %q env %q cwd %q; want %q %q %q", p.Args, p.Env, p.Cwd, c.args, c.env, c.cwd)
+			}
+			if p.User.UID != c.uid || p.User.GID != c.gid || !reflect.DeepEqual(p.User.AdditionalGids, c.groups) {
+				t.Errorf("user %+v; want %d:%d %v", p.User, c.uid, c.gid, c.groups)
+			}
+			if p.Terminal != c.opts.TTY {
+				t.Errorf("terminal %v", p.Terminal)
+			}
+		})
+	}
+}
+
+func TestBuildSpecSecurity(t *testing.T) {
+	img := v1.Config{Cmd: []string{"/x"}}
+	s, err := buildSpec(testInput(t, AppOptions{}, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Process.Capabilities.Bounding, defaultCaps) {
+		t.Errorf("default caps %v", s.Process.Capabilities.Bounding)
+	}
+	if s.Linux.Seccomp == nil || s.Linux.Seccomp.DefaultAction != specs.ActErrno {
+		t.Errorf("no default seccomp profile: %+v", s.Linux.Seccomp)
+	}
+	if !reflect.DeepEqual(s.Linux.MaskedPaths, defaultMaskedPaths) || !reflect.DeepEqual(s.Linux.ReadonlyPaths, defaultReadonlyPaths) {
+		t.Errorf("masked %v readonly %v", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths)
+	}
+	if s.Linux.CgroupsPath != "/rkt/11111111-2222-4333-8444-555555555555/web" {
+		t.Errorf("cgroups path %q", s.Linux.CgroupsPath)
+	}
+	if s.Root.Path != "/var/lib/rkt/pods/run/11111111-2222-4333-8444-555555555555/apps/web/rootfs" || s.Hostname != "" {
+		t.Errorf("root %q hostname %q", s.Root.Path, s.Hostname)
+	}
+
+	priv, err := buildSpec(testInput(t, AppOptions{Privileged: true}, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(priv.Process.Capabilities.Bounding) != len(knownCaps()) || priv.Linux.Seccomp != nil || priv.Linux.MaskedPaths != nil || priv.Linux.ReadonlyPaths != nil {
+		t.Errorf("privileged: caps %d seccomp %v masked %v", len(priv.Process.Capabilities.Bounding), priv.Linux.Seccomp != nil, priv.Linux.MaskedPaths)
+	}
+	if len(priv.Linux.Devices) == 0 {
+		t.Error("privileged app got no host devices")
+	}
+	unconf, _ := buildSpec(testInput(t, AppOptions{Seccomp: SeccompUnconfined, MaskedPaths: []string{}, ReadonlyPaths: []string{"/x"}}, img))
+	if unconf.Linux.Seccomp != nil || len(unconf.Linux.MaskedPaths) != 0 || !reflect.DeepEqual(unconf.Linux.ReadonlyPaths, []string{"/x"}) {
+		t.Errorf("unconfined/custom paths: %+v", unconf.Linux)
+	}
+	if _, err := buildSpec(testInput(t, AppOptions{Seccomp: "bogus"}, img)); err == nil {
+		t.Error("unknown seccomp profile accepted")
+	}
+	if _, err := buildSpec(testInput(t, AppOptions{ApparmorProfile: "localhost/foo"}, img)); err == nil {
+		t.Error("AppArmor profile accepted on a host without AppArmor")
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	cases := []struct {
+		name string
+		opts AppOptions
+		want []string
+		err  bool
+	}{
+		{"retain", AppOptions{CapsRetain: []string{"net_bind_service", "CAP_CHOWN"}}, []string{"CAP_NET_BIND_SERVICE", "CAP_CHOWN"}, false},
+		{"drop", AppOptions{CapsDrop: []string{"CHOWN"}}, without(defaultCaps, "CAP_CHOWN"), false},
+		{"add", AppOptions{CapsAdd: []string{"SYS_ADMIN"}}, append(append([]string{}, defaultCaps...), "CAP_SYS_ADMIN"), false},
+		{"drop all add one", AppOptions{CapsDrop: []string{"ALL"}, CapsAdd: []string{"KILL"}}, []string{"CAP_KILL"}, false},
+		{"drop all", AppOptions{CapsDrop: []string{"all"}}, []string{}, false},
+		{"unknown", AppOptions{CapsAdd: []string{"CAP_FLY"}}, nil, true},
+	}
+	for _, c := range cases {
+		got, err := capabilities(c.opts)
+		if c.err {
+			if err == nil {
+				t.Errorf("%s: no error", c.name)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got.Effective, c.want) {
+			t.Errorf("%s: got %v, %v; want %v", c.name, got.Effective, err, c.want)
+		}
+	}
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestNamespaces(t *testing.T) {
+	types := func(ns []specs.LinuxNamespace) string {
+		var s []string
+		for _, n := range ns {
+			s = append(s, string(n.Type)+"="+n.Path)
+		}
+		return strings.Join(s, " ")
+	}
+	cases := []struct {
+		name string
+		pod  schema.PodManifest
+		opts AppOptions
+		pid  int
+		want string
+		err  bool
+	}{
+		{"default", schema.PodManifest{Net: "default"}, AppOptions{}, 0, "mount= network= uts= ipc= pid=", false},
+		{"host net and ipc", schema.PodManifest{Net: "host", HostIPC: true}, AppOptions{}, 0, "mount= pid=", false},
+		{"host pid", schema.PodManifest{Net: "default", HostPID: true}, AppOptions{}, 0, "mount= network= uts= ipc=", false},
+		{"node", schema.PodManifest{Net: "default"}, AppOptions{PIDMode: NamespaceNode}, 0, "mount= network= uts= ipc=", false},
+		{"target", schema.PodManifest{Net: "default"}, AppOptions{PIDMode: NamespaceTarget, PIDTarget: "a"}, 42, "mount= network= uts= ipc= pid=/proc/42/ns/pid", false},
+		{"target not running", schema.PodManifest{Net: "default"}, AppOptions{PIDMode: NamespaceTarget, PIDTarget: "a"}, 0, "", true},
+		{"own in shared pod", schema.PodManifest{Net: "default", SharedPID: true}, AppOptions{PIDMode: NamespaceContainer}, 0, "", true},
+	}
+	for _, c := range cases {
+		ns, err := namespaces(&c.pod, c.opts, c.pid)
+		if c.err != (err != nil) {
+			t.Errorf("%s: err %v", c.name, err)
+			continue
+		}
+		if !c.err && types(ns) != c.want {
+			t.Errorf("%s: %s; want %s", c.name, types(ns), c.want)
+		}
+	}
+}
+
+func TestMounts(t *testing.T) {
+	hostDir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(hostDir, link)
+	in := testInput(t, AppOptions{Mounts: []Mount{
+		{Volume: "scratch", Destination: "/scratch"},
+		{Volume: "host", Destination: "/host", ReadOnly: true},
+		{Source: link, Destination: "/data", Propagation: "rslave", ReadOnly: true, RecursiveReadOnly: true},
+		{Source: hostDir, Destination: "/etc/hosts"},
+	}}, v1.Config{Cmd: []string{"/x"}})
+	s, err := buildSpec(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDst := map[string]specs.Mount{}
+	for _, m := range s.Mounts {
+		if _, dup := byDst[m.Destination]; dup {
+			t.Errorf("two mounts on %s", m.Destination)
+		}
+		byDst[m.Destination] = m
+	}
+	check := func(dst, src string, opts ...string) {
+		m, ok := byDst[dst]
+		if !ok {
+			t.Errorf("no mount on %s", dst)
+			return
+		}
+		if src != "" && m.Source != src {
+			t.Errorf("%s: source %q, want %q", dst, m.Source, src)
+		}
+		for _, o := range opts {
+			if !contains(m.Options, o) {
+				t.Errorf("%s: options %v lack %q", dst, m.Options, o)
+			}
+		}
+	}
+	check("/proc", "")
+	check("/dev/shm", "")
+	check("/etc/resolv.conf", in.podDir+"/resolv.conf", "rbind")
+	check("/etc/hostname", in.podDir+"/hostname")
+	check("/etc/hosts", hostDir) // the app's mount wins
+	check("/scratch", in.podDir+"/volumes/scratch", "rbind", "rprivate")
+	check("/host", "/tmp", "ro")
+	check("/data", hostDir, "ro", "rro", "rslave")
+	if s.Linux.RootfsPropagation != "rslave" {
+		t.Errorf("rootfs propagation %q", s.Linux.RootfsPropagation)
+	}
+	for _, bad := range []Mount{{Volume: "nope", Destination: "/x"}, {Source: "/tmp", Destination: "rel"}, {Source: "/tmp", Destination: "/x", Propagation: "weird"}, {Source: "/does/not/exist", Destination: "/x"}} {
+		in.opts.Mounts = []Mount{bad}
+		if _, err := buildSpec(in); err == nil {
+			t.Errorf("mount %+v accepted", bad)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRlimitsClamped(t *testing.T) {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &cur); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rlimits([]specs.POSIXRlimit{{Type: "nofile", Soft: cur.Max + 10, Hard: cur.Max + 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Type != "RLIMIT_NOFILE" || got[0].Hard != cur.Max || got[0].Soft != cur.Max {
+		t.Errorf("not clamped to the hard limit %d: %+v", cur.Max, got)
+	}
+	def, _ := rlimits(nil)
+	if len(def) != 1 || def[0].Soft != min(defaultNofile, cur.Max) {
+		t.Errorf("defaults: %+v", def)
+	}
+	for _, bad := range [][]specs.POSIXRlimit{{{Type: "RLIMIT_BOGUS"}}, {{Type: "RLIMIT_CORE", Soft: 2, Hard: 1}}} {
+		if _, err := rlimits(bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func TestDefaultSeccompByCaps(t *testing.T) {
+	allowed := func(sc *specs.LinuxSeccomp, name string) bool {
+		for _, s := range sc.Syscalls {
+			if s.Action == specs.ActAllow && len(s.Args) == 0 && contains(s.Names, name) {
+				return true
+			}
+		}
+		return false
+	}
+	plain := DefaultSeccomp(defaultCaps)
+	if !allowed(plain, "read") || allowed(plain, "mount") || allowed(plain, "reboot") || allowed(plain, "clone") {
+		t.Error("default profile allows what it should not, or not read")
+	}
+	admin := DefaultSeccomp(append(append([]string{}, defaultCaps...), "CAP_SYS_ADMIN"))
+	if !allowed(admin, "mount") || !allowed(admin, "clone") {
+		t.Error("CAP_SYS_ADMIN does not allow mount/clone")
+	}
+}
+
+func TestProcessArgs(t *testing.T) {
+	cases := []struct {
+		ep, cmd, exec, args, want []string
+	}{
+		{[]string{"/ep"}, []string{"c"}, nil, nil, []string{"/ep", "c"}},
+		{[]string{""}, []string{"c"}, nil, nil, []string{"c"}},
+		{nil, []string{"c"}, nil, []string{"a"}, []string{"a"}},
+		{[]string{"/ep"}, []string{"c"}, []string{"/x"}, nil, []string{"/x"}},
+	}
+	for _, c := range cases {
+		got, err := processArgs(c.ep, c.cmd, c.exec, c.args)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("processArgs(%q,%q,%q,%q) = %q, %v; want %q", c.ep, c.cmd, c.exec, c.args, got, err, c.want)
+		}
+	}
+}
