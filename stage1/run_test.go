@@ -1,0 +1,129 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+var criLine = regexp.MustCompile(`^(\S+) (stdout|stderr) (P|F) (.*)$`)
+
+// logEntries parses a CRI log into "stream tag line" strings.
+
+func logEntries(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		m := criLine.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("log line not in CRI format: %q", l)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, m[1]); err != nil {
+			t.Fatalf("bad timestamp in %q: %v", l, err)
+		}
+		out = append(out, m[2]+" "+m[3]+" "+m[4])
+	}
+	return out
+}
+
+func TestRunModeExitCodeAndLogs(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("hello", schema.App{}, []string{"sh", "-c", "echo out; echo err >&2; printf partial; exit 3"}, func(s *specs.Spec) {
+		v := -999 // below ours: must be clamped, not fail
+		s.Process.OOMScoreAdj = &v
+		s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 40, Soft: 1 << 40}}
+	})
+	p.addApp("ok", schema.App{LogPath: "custom/ok.log"}, []string{"true"}, nil)
+	p.mustStart(modeRun)
+	p.waitExit(20 * time.Second)
+	st := p.status("hello")
+	if st.State != schema.AppExited || st.ExitCode != 3 || st.Reason != "Error" || st.Signal != "" || st.OOMKilled {
+		t.Errorf("status: %+v", st)
+	}
+	if st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) || st.CreatedAt.IsZero() {
+		t.Errorf("times: %+v", st)
+	}
+	if st := p.status("ok"); st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("ok status: %+v", st)
+	}
+	got := logEntries(t, filepath.Join(p.dir, "apps/hello/log"))
+	// stdout and stderr are separate pipes: only the per-stream order is fixed.
+	var stdout, stderr []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "stdout") {
+			stdout = append(stdout, e)
+		} else {
+			stderr = append(stderr, e)
+		}
+	}
+	if strings.Join(stdout, "|") != "stdout F out|stdout F partial" || strings.Join(stderr, "|") != "stderr F err" {
+		t.Errorf("log entries: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "apps/ok/custom/ok.log")); err != nil {
+		t.Errorf("relative log path: %v", err)
+	}
+	if cgroupExists(podCgroupPath(&p.manifest)) {
+		t.Error("pod cgroup still exists after the supervisor exited")
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, schema.Stage1Socket)); err == nil {
+		t.Error("socket left after exit")
+	}
+}
+
+func TestRunModeStartFailure(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("bad", schema.App{}, []string{"/no/such/binary"}, nil)
+	err := p.start(modeRun)
+	if err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("start of a missing binary: %v", err)
+	}
+	st := p.status("bad")
+	if st.State != schema.AppExited || st.Reason != "StartError" || st.Message == "" {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("hog", schema.App{}, []string{"sh", "-c", "a=0123456789; while true; do a=$a$a; done"}, func(s *specs.Spec) {
+		limit := int64(16 << 20)
+		s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: &limit}
+	})
+	p.mustStart(modeRun)
+	p.waitExit(30 * time.Second)
+	st := p.status("hog")
+	if !st.OOMKilled || st.Reason != "OOMKilled" || st.Signal != "SIGKILL" || st.ExitCode != 137 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestSeccompAndReadonlyRootfs(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("locked", schema.App{}, []string{"sh", "-c", "mkdir /tmp/x || echo blocked; touch /f 2>/dev/null || echo readonly"}, func(s *specs.Spec) {
+		errno := uint(1) // EPERM
+		s.Linux.Seccomp = &specs.LinuxSeccomp{
+			DefaultAction: specs.ActAllow,
+			Architectures: []specs.Arch{specs.ArchX86_64},
+			Syscalls:      []specs.LinuxSyscall{{Names: []string{"mkdir", "mkdirat"}, Action: specs.ActErrno, ErrnoRet: &errno}},
+		}
+		s.Root.Readonly = true
+	})
+	p.mustStart(modeRun)
+	p.waitExit(20 * time.Second)
+	got := logEntries(t, filepath.Join(p.dir, "apps/locked/log"))
+	if strings.Join(got, "|") != "stderr F mkdir: can't create directory '/tmp/x': Operation not permitted|stdout F blocked|stdout F readonly" &&
+		strings.Join(got, "|") != "stdout F blocked|stderr F mkdir: can't create directory '/tmp/x': Operation not permitted|stdout F readonly" {
+		t.Errorf("log: %q", got)
+	}
+}
