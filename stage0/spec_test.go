@@ -30,7 +30,7 @@ func testInput(t *testing.T, opts AppOptions, imgCfg v1.Config) specInput {
 	return specInput{
 		pod: pm, podDir: "/var/lib/rkt/pods/run/" + pm.UUID, app: schema.App{Name: "web"},
 		image: &Image{ID: "sha256:abc", Name: "busybox", Config: &v1.ConfigFile{Config: imgCfg}},
-		opts: opts, rootfs: fakeRootfs(t),
+		opts:  opts, rootfs: fakeRootfs(t),
 	}
 }
 
