@@ -18,9 +18,10 @@ import (
 
 // endpoint is one place to fetch an image from: a mirror or the upstream.
 type endpoint struct {
-	host     string
-	insecure bool // plain HTTP allowed
-	mirror   bool
+	host        string
+	insecure    bool // plain HTTP allowed
+	insecureTLS bool // TLS certificates not verified
+	mirror      bool
 }
 
 // endpoints lists the configured mirrors of r's registry, in order, then
@@ -28,9 +29,12 @@ type endpoint struct {
 func endpoints(r Reference, opts FetchOptions) []endpoint {
 	var eps []endpoint
 	for _, m := range opts.Registries.MirrorsFor(r.Registry) {
-		eps = append(eps, endpoint{host: m.Endpoint, insecure: m.Insecure || opts.InsecureHTTP, mirror: true})
+		// An insecure mirror is one as Docker's insecure registries: plain
+		// HTTP or TLS with an unverified certificate.
+		eps = append(eps, endpoint{host: m.Endpoint, insecure: m.Insecure || opts.InsecureHTTP,
+			insecureTLS: m.Insecure || opts.InsecureTLS, mirror: true})
 	}
-	return append(eps, endpoint{host: r.Registry, insecure: opts.InsecureHTTP})
+	return append(eps, endpoint{host: r.Registry, insecure: opts.InsecureHTTP, insecureTLS: opts.InsecureTLS})
 }
 
 // fetchRemote fetches r from its mirrors or registry. The image keeps its
@@ -57,7 +61,7 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, opts Fe
 	}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(newTransport(ep.insecure, opts.InsecureTLS)),
+		remote.WithTransport(newTransport(ep.insecure, ep.insecureTLS)),
 		remote.WithPlatform(platform(opts)),
 		remote.WithAuthFromKeychain(keychain(ep, opts)),
 	}

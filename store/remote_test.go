@@ -2,16 +2,22 @@ package store
 
 import (
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/rkt/rkt/rkt/config"
@@ -147,5 +153,29 @@ func TestIndexResolvedToPlatform(t *testing.T) {
 	}
 	if got.ManifestDigest != mustDigest(t, mine.Digest) {
 		t.Errorf("ManifestDigest = %s, want the platform manifest", got.ManifestDigest)
+	}
+}
+
+func TestInsecureMirrorTLS(t *testing.T) {
+	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewTLSServer(handler)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	img := testImage(t, "TLS=1", []entry{{name: "t", body: "tls"}})
+	nref, _ := name.ParseReference(host + "/tls/img:1")
+	if err := remote.Write(nref, img, remote.WithTransport(srv.Client().Transport)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The upstream is a dead loopback port: no traffic leaves the host.
+	upstream := deadHost(t)
+	ref := upstream + "/tls/img:1"
+	secure := &config.Config{Mirrors: map[string][]config.Mirror{upstream: {{Endpoint: host}}}}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: secure}); err == nil {
+		t.Error("fetch from a mirror with an untrusted certificate succeeded")
+	}
+	insecure := &config.Config{Mirrors: map[string][]config.Mirror{upstream: {{Endpoint: host, Insecure: true}}}}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: insecure}); err != nil {
+		t.Errorf("insecure mirror with a self-signed certificate: %v", err)
 	}
 }

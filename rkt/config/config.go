@@ -33,7 +33,7 @@ type Credentials struct {
 // Mirror is one endpoint that serves a registry's content.
 type Mirror struct {
 	Endpoint string `json:"endpoint"`           // host[:port]
-	Insecure bool   `json:"insecure,omitempty"` // plain HTTP / unverified TLS allowed
+	Insecure bool   `json:"insecure,omitempty"` // plain HTTP and unverified TLS allowed
 }
 
 // Config is the merged configuration of all directories.
