@@ -42,10 +42,15 @@ func acquireMasquerade(ctx context.Context, cfg Config, subnet, uuid string) err
 	if err := os.MkdirAll(users, 0o755); err != nil {
 		return fmt.Errorf("cannot record use of outbound NAT: %w", err)
 	}
+	others, err := os.ReadDir(users)
+	if err != nil {
+		return fmt.Errorf("cannot list users of outbound NAT: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(users, uuid), nil, 0o644); err != nil {
 		return fmt.Errorf("cannot record use of outbound NAT: %w", err)
 	}
-	if masqueradePresent(ctx, subnet) {
+	// Other users mean the rule is there: no iptables call on this path.
+	if len(others) > 0 || masqueradePresent(ctx, subnet) {
 		return nil
 	}
 	if err := runIPTables(ctx, "iptables", append([]string{"-t", "nat", "-A"}, masqueradeRule(subnet)...)...); err != nil {
@@ -119,10 +124,8 @@ func masqueradePresent(ctx context.Context, subnet string) bool {
 
 // removeMasquerade deletes the masquerade rule of subnet if present.
 func removeMasquerade(ctx context.Context, subnet string) error {
-	if !masqueradePresent(ctx, subnet) {
-		return nil
-	}
-	if err := runIPTables(ctx, "iptables", append([]string{"-t", "nat", "-D"}, masqueradeRule(subnet)...)...); err != nil {
+	err := runIPTables(ctx, "iptables", append([]string{"-t", "nat", "-D"}, masqueradeRule(subnet)...)...)
+	if err != nil && masqueradePresent(ctx, subnet) {
 		return fmt.Errorf("cannot remove outbound NAT of subnet %s: %w", subnet, err)
 	}
 	return nil
