@@ -54,6 +54,16 @@ func (t *txn) init() error {
 	return nil
 }
 
+// check fails if a bucket is missing (a new or older database).
+func (t *txn) check() error {
+	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs} {
+		if t.tx.Bucket(b) == nil {
+			return fmt.Errorf("store database lacks bucket %q", b)
+		}
+	}
+	return nil
+}
+
 func (t *txn) getImage(id string) (*imageRecord, error) {
 	v := t.tx.Bucket(bucketImages).Get([]byte(id))
 	if v == nil {

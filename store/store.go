@@ -59,6 +59,11 @@ func Open(dataDir string) (*Store, error) {
 			return nil, errwrap.Wrapf(fmt.Sprintf("cannot create store directory %q: {{err}}", d), err)
 		}
 	}
+	// A read-only check first, so that users who may only read the store
+	// (and processes racing a writer) do not need the exclusive lock.
+	if s.view(func(tx *txn) error { return tx.check() }) == nil {
+		return s, nil
+	}
 	if err := s.update(func(tx *txn) error { return tx.init() }); err != nil {
 		return nil, err
 	}
