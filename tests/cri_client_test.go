@@ -20,7 +20,7 @@ type criClient struct {
 }
 
 // dialCRI connects to the service's socket; closed at cleanup.
-func dialCRI(t *testing.T, s *criService) *criClient {
+func dialCRI(t testing.TB, s *criService) *criClient {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+s.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -35,7 +35,7 @@ func dialCRI(t *testing.T, s *criService) *criClient {
 }
 
 // rpcCtx bounds one CRI call of a test.
-func rpcCtx(t *testing.T) context.Context {
+func rpcCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

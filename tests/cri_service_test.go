@@ -20,7 +20,7 @@ import (
 
 // criService is a `rkt kubelet-service` process started by a test.
 type criService struct {
-	t          *testing.T
+	t          testing.TB
 	env        *testutil.Env
 	Socket     string // unix socket path
 	Endpoint   string // unix://<Socket>
@@ -32,7 +32,7 @@ type criService struct {
 }
 
 // requireRoot skips tests that need root (pods, networks, cgroups).
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -42,7 +42,7 @@ func requireRoot(t *testing.T) {
 // startCRIService writes a CNI network for CRI pods, starts
 // `rkt kubelet-service` on a private socket and waits until it answers.
 // It is stopped (SIGTERM) at cleanup, before the environment's leak check.
-func startCRIService(t *testing.T, env *testutil.Env, extraArgs ...string) *criService {
+func startCRIService(t testing.TB, env *testutil.Env, extraArgs ...string) *criService {
 	t.Helper()
 	s := &criService{
 		t:          t,
@@ -149,7 +149,7 @@ func tail(s string, lines int) string {
 // the test with host-local IPAM, outbound NAT and portmap (with SNAT, so
 // host ports answer on 127.0.0.1). The bridge is deleted and the sysctls the
 // plugins change are restored at cleanup.
-func writeCRINetwork(t *testing.T, dir string) {
+func writeCRINetwork(t testing.TB, dir string) {
 	t.Helper()
 	var rnd [2]byte
 	rand.Read(rnd[:])
@@ -183,7 +183,7 @@ func writeCRINetwork(t *testing.T, dir string) {
 }
 
 // saveSysctls returns a function that restores the given /proc/sys values.
-func saveSysctls(t *testing.T, keys ...string) func() {
+func saveSysctls(t testing.TB, keys ...string) func() {
 	saved := map[string][]byte{}
 	for _, k := range keys {
 		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
@@ -199,7 +199,7 @@ func saveSysctls(t *testing.T, keys ...string) func() {
 
 // toolPath returns a test tool (crictl, critest) from $RKT_TOOLS, or builds
 // it into <module>/build/tools as `make tools` would.
-func toolPath(t *testing.T, name string) string {
+func toolPath(t testing.TB, name string) string {
 	t.Helper()
 	if d := testutil.ToolsDir(); d != "" {
 		p := filepath.Join(d, name)
