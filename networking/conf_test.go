@@ -131,7 +131,14 @@ func TestDefaultSubnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("10.88.0.0/16")
-	for _, bad := range []string{"10.0.0.1", "10.0.0.0/31", "x"} {
+	if err := SetDefaultSubnet(cfg, "fd00:10::/64, 10.66.0.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	check("10.66.0.0/24")
+	if err := SetDefaultSubnet(cfg, "10.88.1.7/16"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"10.0.0.1", "10.0.0.0/31", "x", "fd00::/64", "fd00::/64,fd01::/64"} {
 		if err := SetDefaultSubnet(cfg, bad); err == nil {
 			t.Errorf("SetDefaultSubnet(%q) accepted", bad)
 		}

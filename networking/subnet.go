@@ -32,9 +32,12 @@ func (c Config) subnet() (string, error) {
 func (c Config) subnetFile() string { return filepath.Join(c.stateDir(), subnetFile) }
 
 func validSubnet(s string) (string, error) {
-	_, ipnet, err := net.ParseCIDR(s)
+	ip, ipnet, err := net.ParseCIDR(s)
 	if err != nil {
 		return "", fmt.Errorf("invalid subnet %q: %w", s, err)
+	}
+	if ip.To4() == nil {
+		return "", fmt.Errorf("invalid subnet %q: the default network is IPv4 only", s)
 	}
 	if ones, bits := ipnet.Mask.Size(); bits-ones < 2 {
 		return "", fmt.Errorf("invalid subnet %q: too small for pods", s)
@@ -43,10 +46,25 @@ func validSubnet(s string) (string, error) {
 }
 
 // SetDefaultSubnet saves cidr as the subnet of the "default" network for
-// pods set up from now on (CRI UpdateRuntimeConfig's pod CIDR). An empty cidr
-// goes back to DefaultSubnet.
+// pods set up from now on (CRI UpdateRuntimeConfig's pod CIDR). A dual-stack
+// kubelet sends a comma-separated list: the default network is IPv4 only and
+// takes the list's first IPv4 CIDR. An empty cidr goes back to DefaultSubnet.
 func SetDefaultSubnet(cfg Config, cidr string) error {
 	path := cfg.subnetFile()
+	if strings.Contains(cidr, ",") {
+		var v4 string
+		for _, c := range strings.Split(cidr, ",") {
+			c = strings.TrimSpace(c)
+			if ip, _, err := net.ParseCIDR(c); err == nil && ip.To4() != nil {
+				v4 = c
+				break
+			}
+		}
+		if v4 == "" {
+			return fmt.Errorf("invalid pod CIDR list %q: no IPv4 CIDR (the default network is IPv4 only)", cidr)
+		}
+		cidr = v4
+	}
 	if cidr == "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("cannot reset default network subnet: %w", err)
