@@ -142,7 +142,7 @@ func TestFetchDigestVerified(t *testing.T) {
 			if !strings.Contains(r.Stderr, "digest") && !strings.Contains(r.Stderr, "sha256") {
 				t.Errorf("error does not mention the digest: %s", r.Stderr)
 			}
-			assertStoreEmpty(t, env, "tampered "+which)
+			assertStoreEmpty(t, env, "tampered "+which, digest)
 		})
 	}
 }

@@ -9,16 +9,33 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
-// assertStoreEmpty fails unless the store holds no image, blob, tree or
-// temporary file.
-func assertStoreEmpty(t *testing.T, env *testutil.Env, what string) {
+// assertStoreEmpty fails unless the store holds no image, tree or
+// temporary file, and no blob once unreferenced blobs are collected.
+// refused, if not empty, is the digest of the refused blob: it must not be
+// stored even before collection. (Valid blobs of an image whose other
+// layer was refused may stay until `rkt image gc`: they are complete,
+// verified and referenced by nothing.)
+func assertStoreEmpty(t *testing.T, env *testutil.Env, what, refused string) {
 	t.Helper()
 	if imgs := env.ListImages(); len(imgs) != 0 {
 		t.Errorf("%s: %d images stored", what, len(imgs))
 	}
-	for _, sub := range []string{"tree", "tmp", "blobs/sha256"} {
+	for _, sub := range []string{"tree", "tmp"} {
 		if left := dirEntries(t, casDir(env.DataDir, sub)); len(left) != 0 {
 			t.Errorf("%s: left in cas/%s: %v", what, sub, left)
+		}
+	}
+	blobs := dirEntries(t, casDir(env.DataDir, "blobs", "sha256"))
+	for _, b := range blobs {
+		if "sha256:"+b == refused {
+			t.Errorf("%s: the refused blob %s is stored", what, refused)
+		}
+	}
+	if len(blobs) > 0 {
+		t.Logf("%s: %d verified blobs of the refused image stored; collecting them", what, len(blobs))
+		env.RunOK("image", "gc", "--grace-period=0s")
+		if left := dirEntries(t, casDir(env.DataDir, "blobs", "sha256")); len(left) != 0 {
+			t.Errorf("%s: blobs left after image gc: %v", what, left)
 		}
 	}
 }
@@ -67,7 +84,12 @@ func TestFetchHostileLayers(t *testing.T) {
 				}
 				t.Logf("%s refused: %s", ref, strings.SplitN(strings.TrimSpace(r.Stderr), "\n", 2)[0])
 				testutil.CheckVictim(t, victim)
-				assertStoreEmpty(t, env, ref)
+				refused := ""
+				if hc.MustRefuse {
+					d, _ := hc.Layer.Digest()
+					refused = d.String()
+				}
+				assertStoreEmpty(t, env, ref, refused)
 			}
 		})
 	}
