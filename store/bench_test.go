@@ -53,8 +53,9 @@ func benchImage(b *testing.B) (v1.Image, int64) {
 }
 
 // BenchmarkFetchUnpack measures fetching a ~50 MB, 5-layer image from a
-// registry on 127.0.0.1 and unpacking every layer into the tree store.
-// MB/s is of uncompressed layer content.
+// registry on 127.0.0.1 and unpacking every layer into the tree store, one
+// after the other (Fetch, then LayerPaths) and pipelined (Fetch with
+// Unpack). MB/s is of uncompressed layer content.
 func BenchmarkFetchUnpack(b *testing.B) {
 	img, total := benchImage(b)
 	reg := startRegistry(b)
@@ -66,28 +67,46 @@ func BenchmarkFetchUnpack(b *testing.B) {
 		compressed += n
 	}
 	ctx := context.Background()
-	b.SetBytes(total)
-	b.ResetTimer()
-	var fetchTime, unpackTime time.Duration
-	for range b.N {
-		b.StopTimer()
-		s := newStore(b)
-		b.StartTimer()
-		t0 := time.Now()
-		got, err := s.Fetch(ctx, ref, FetchOptions{})
-		if err != nil {
-			b.Fatal(err)
+	b.Run("sequential", func(b *testing.B) {
+		b.SetBytes(total)
+		var fetchTime, unpackTime time.Duration
+		for range b.N {
+			b.StopTimer()
+			s := newStore(b)
+			b.StartTimer()
+			t0 := time.Now()
+			got, err := s.Fetch(ctx, ref, FetchOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if _, err := s.LayerPaths(ctx, got); err != nil {
+				b.Fatal(err)
+			}
+			fetchTime += t1.Sub(t0)
+			unpackTime += time.Since(t1)
 		}
-		t1 := time.Now()
-		if _, err := s.LayerPaths(ctx, got); err != nil {
-			b.Fatal(err)
+		b.ReportMetric(float64(compressed)/1e6, "compressed-MB")
+		b.ReportMetric(fetchTime.Seconds()*1000/float64(b.N), "fetch-ms/op")
+		b.ReportMetric(unpackTime.Seconds()*1000/float64(b.N), "unpack-ms/op")
+	})
+	b.Run("pipelined", func(b *testing.B) {
+		b.SetBytes(total)
+		for range b.N {
+			b.StopTimer()
+			s := newStore(b)
+			b.StartTimer()
+			got, err := s.Fetch(ctx, ref, FetchOptions{Unpack: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if paths, err := s.LayerPaths(ctx, got); err != nil || len(paths) != 5 {
+				b.Fatalf("layers not unpacked: %v", err)
+			}
+			b.StartTimer()
 		}
-		fetchTime += t1.Sub(t0)
-		unpackTime += time.Since(t1)
-	}
-	b.ReportMetric(float64(compressed)/1e6, "compressed-MB")
-	b.ReportMetric(fetchTime.Seconds()*1000/float64(b.N), "fetch-ms/op")
-	b.ReportMetric(unpackTime.Seconds()*1000/float64(b.N), "unpack-ms/op")
+	})
 }
 
 // BenchmarkListImages500 measures ListImages on a store holding 500 images.

@@ -79,6 +79,10 @@ type FetchOptions struct {
 	Platform *v1.Platform
 	// Jobs is how many layers are fetched at once (default 3).
 	Jobs int
+	// Unpack also unpacks every layer into the tree store (as LayerPaths
+	// does) while the next layers download, so that a pod can start from
+	// the image without waiting for the unpacking.
+	Unpack bool
 }
 
 // Fetch brings an image into the store and returns it. ref is a registry

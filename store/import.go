@@ -119,7 +119,16 @@ func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, o
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(jobs)
 	for _, l := range layers {
-		g.Go(func() error { return s.fetchLayer(ctx, img, l, progress) })
+		g.Go(func() error {
+			if err := s.fetchLayer(ctx, img, l, progress); err != nil {
+				return err
+			}
+			if opts.Unpack {
+				_, err := s.ensureTree(ctx, l)
+				return err
+			}
+			return nil
+		})
 	}
 	return g.Wait()
 }

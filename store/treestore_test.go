@@ -185,3 +185,20 @@ func TestUsage(t *testing.T) {
 		t.Errorf("mountpoint %q does not contain %q", u.Mountpoint, s.Dir())
 	}
 }
+
+func TestFetchWithUnpack(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "unpack/img:1", testImage(t, "UP=1", []entry{{name: "one", body: "1"}}, []entry{{name: "two", body: "2"}}))
+	s := newStore(t)
+	got, err := s.Fetch(context.Background(), ref, FetchOptions{Unpack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"one", "two"} {
+		p, err := s.TreePath(got.Layers[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustFile(t, filepath.Join(p, name), string(rune('1'+i)))
+	}
+}
