@@ -146,3 +146,34 @@ func TestFetchDigestVerified(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchDockerMediaTypes fetches a Docker schema 2 image and a Docker
+// manifest list, as most registries serve them.
+func TestFetchDockerMediaTypes(t *testing.T) {
+	env := testutil.NewEnv(t)
+	reg := testutil.StartRegistry(t)
+	img := testutil.Image(t, testutil.ImageConfig{Docker: true, Cmd: []string{"sh"}},
+		testutil.DockerLayer(t, testutil.BusyboxEntries(t)...),
+		testutil.DockerLayer(t, testutil.File("etc/docker", "yes")))
+	if mt, _ := img.MediaType(); !strings.Contains(string(mt), "docker") {
+		t.Fatalf("built media type %s", mt)
+	}
+	id := testutil.ImageID(t, img)
+	if got := env.Fetch(reg.Push(t, "docker/img:1", img)); got != id {
+		t.Fatalf("fetch printed %s, want %s", got, id)
+	}
+	env.RunOK("image", "render", id, env.Root+"/r")
+	assertFile(t, env.Root+"/r/etc/docker", "yes")
+	if raw := env.RunOK("image", "cat-manifest", id).Stdout; !strings.Contains(raw, "application/vnd.docker.distribution.manifest.v2+json") {
+		t.Errorf("stored manifest is not the Docker one served:\n%s", raw)
+	}
+
+	other := testutil.Image(t, testutil.ImageConfig{Docker: true, Architecture: "s390x"}, testutil.DockerLayer(t, testutil.File("x", "x")))
+	list := testutil.DockerIndex(t,
+		testutil.PlatformImage{OS: "linux", Architecture: "s390x", Image: other},
+		testutil.PlatformImage{OS: "linux", Architecture: runtime.GOARCH, Image: img})
+	env2 := testutil.NewEnv(t)
+	if got := env2.Fetch(reg.PushIndex(t, "docker/list:1", list)); got != id {
+		t.Errorf("fetch of a manifest list printed %s, want %s", got, id)
+	}
+}

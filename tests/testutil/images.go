@@ -30,6 +30,9 @@ type ImageConfig struct {
 	Volumes      []string
 	OS           string // default linux
 	Architecture string // default runtime.GOARCH
+	// Docker selects Docker schema 2 media types (manifest, config) instead
+	// of OCI ones; give it layers from DockerLayer for a pure Docker image.
+	Docker bool
 }
 
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -131,6 +134,10 @@ func Image(t testing.TB, cfg ImageConfig, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	if cfg.Docker {
+		img = mutate.MediaType(empty.Image, types.DockerManifestSchema2)
+		img = mutate.ConfigMediaType(img, types.DockerConfigJSON)
+	}
 	img, err := mutate.AppendLayers(img, layers...)
 	if err != nil {
 		t.Fatalf("cannot append layers: %v", err)
@@ -177,6 +184,22 @@ func Image(t testing.TB, cfg ImageConfig, layers ...v1.Layer) v1.Image {
 type PlatformImage struct {
 	OS, Architecture, Variant string
 	Image                     v1.Image
+}
+
+// DockerIndex builds a Docker manifest list of the given per-platform images.
+func DockerIndex(t testing.TB, imgs ...PlatformImage) v1.ImageIndex {
+	t.Helper()
+	idx := mutate.IndexMediaType(empty.Index, types.DockerManifestList)
+	for _, pi := range imgs {
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add: pi.Image,
+			Descriptor: v1.Descriptor{
+				MediaType: types.DockerManifestSchema2,
+				Platform:  &v1.Platform{OS: pi.OS, Architecture: pi.Architecture, Variant: pi.Variant},
+			},
+		})
+	}
+	return idx
 }
 
 // Index builds an OCI image index of the given per-platform images.

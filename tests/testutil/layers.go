@@ -120,6 +120,24 @@ func LayerFromTar(t testing.TB, tarBytes []byte) v1.Layer {
 	return l
 }
 
+// DockerLayer makes a Docker (application/vnd.docker.image.rootfs.diff.tar.gzip)
+// layer holding entries.
+func DockerLayer(t testing.TB, entries ...Entry) v1.Layer {
+	t.Helper()
+	b, err := TarBytes(entries...)
+	if err != nil {
+		t.Fatalf("cannot write layer tar: %v", err)
+	}
+	gz := Gzip(b)
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(gz)), nil
+	}, tarball.WithMediaType(types.DockerLayer))
+	if err != nil {
+		t.Fatalf("cannot make layer: %v", err)
+	}
+	return l
+}
+
 // Layer makes an OCI gzip layer holding entries.
 func Layer(t testing.TB, entries ...Entry) v1.Layer {
 	t.Helper()
