@@ -20,7 +20,8 @@ type GCResult struct {
 
 // GC removes images not in inUse that were not used (MarkUsed) or imported
 // within grace, then blobs and layer trees that no remaining image uses
-// and that are older than grace, and temporary files of killed processes.
+// and that are older than grace (trees still mounted are kept), and
+// temporary files of killed processes.
 func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bool) (*GCResult, error) {
 	res := &GCResult{}
 	cutoff := time.Now().Add(-grace)
@@ -51,6 +52,13 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 	}
 	if err := s.gcBlobs(ctx, cutoff, keepBlobs, res); err != nil {
 		return res, err
+	}
+	mounted, err := s.mountedTrees()
+	if err != nil {
+		return res, err
+	}
+	for h := range mounted {
+		keepTrees[h] = true
 	}
 	if err := s.gcTrees(ctx, cutoff, keepTrees, res); err != nil {
 		return res, err

@@ -17,7 +17,8 @@ type RemoveOptions struct {
 }
 
 // RemoveImage removes the image ref resolves to, with every name and repo
-// digest pointing at it, and the blobs and trees no other image uses. It
+// digest pointing at it, and the blobs and trees no other image uses (trees
+// still mounted, e.g. as an app's overlay lowerdir, are kept). It
 // refuses an image in opts.InUse (ErrImageInUse) unless forced. It returns
 // the removed image.
 func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
@@ -58,9 +59,13 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 	if opts.InUse[removed.ID] {
 		return img, nil
 	}
+	mounted, err := s.mountedTrees()
+	if err != nil {
+		return img, err
+	}
 	for _, l := range removed.Layers {
 		h, err := digestHex(l.ChainID)
-		if err != nil || keepTrees[h] {
+		if err != nil || keepTrees[h] || mounted[h] {
 			continue
 		}
 		if err := s.removeTreeDir(h); err != nil {

@@ -77,6 +77,6 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) SetDBTimeout(d time.Duration) { s.dbTimeout = d }
 
 func (s *Store) blobPath(hex string) string { return filepath.Join(s.dir, blobsDir, hex) }
-func (s *Store) treePath(hex string) string { return filepath.Join(s.dir, treeDir, hex) }
+func (s *Store) treePath(hex string) string { return filepath.Join(s.dir, treeDir) + "/" + hex }
 func (s *Store) tmpPath() string            { return filepath.Join(s.dir, tmpDir) }
 func (s *Store) dbPath() string             { return filepath.Join(s.dir, dbDir, dbFile) }

@@ -202,3 +202,51 @@ func TestFetchWithUnpack(t *testing.T) {
 		mustFile(t, filepath.Join(p, name), string(rune('1'+i)))
 	}
 }
+
+func TestMountedTreesSurviveRemovalAndGC(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	reg := startRegistry(t)
+	ref := reg.push(t, "mnt/img:1", testImage(t, "MNT=1", []entry{{name: "a", body: "a"}}, []entry{{name: "b", body: "b"}}))
+	s := newStore(t)
+	ctx := context.Background()
+	img, err := s.Fetch(ctx, ref, FetchOptions{Unpack: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := s.LayerPaths(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := t.TempDir()
+	if err := unix.Mount("overlay", merged, "overlay", unix.MS_RDONLY, "lowerdir="+paths[1]+":"+paths[0]); err != nil {
+		t.Skipf("overlayfs not available: %v", err)
+	}
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			unix.Unmount(merged, unix.MNT_DETACH)
+		}
+	})
+	if _, err := s.RemoveImage(img.ID, RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GC(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("mounted tree %s removed: %v", p, err)
+		}
+	}
+	mustFile(t, filepath.Join(merged, "b"), "b")
+	if err := unix.Unmount(merged, 0); err != nil {
+		t.Fatal(err)
+	}
+	mounted = false
+	res, err := s.GC(ctx, 0, nil)
+	if err != nil || res.Trees != 2 {
+		t.Errorf("GC after unmount: %+v, %v; want the 2 trees removed", res, err)
+	}
+}
