@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
@@ -100,6 +101,24 @@ func (c *criService) appOptions(ctx context.Context, s *sandbox, cfg *runtimeapi
 	if userImage == "" {
 		userImage = cfg.GetImage().GetImage()
 	}
+	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig) // image volumes get their image_ref
+	var mounts []stage0.Mount
+	for _, m := range cfg.GetMounts() {
+		if m.GetImage().GetImage() != "" {
+			mnt, imgID, err := c.imageVolume(ctx, m)
+			if err != nil {
+				return stage0.AppOptions{}, err
+			}
+			m.Image.ImageRef = imgID
+			mounts = append(mounts, mnt)
+			continue
+		}
+		mnt, err := appMount(m)
+		if err != nil {
+			return stage0.AppOptions{}, err
+		}
+		mounts = append(mounts, mnt)
+	}
 	annos, err := containerAnnotations(id, cfg, img.ID, userImage)
 	if err != nil {
 		return stage0.AppOptions{}, err
@@ -119,13 +138,7 @@ func (c *criService) appOptions(ctx context.Context, s *sandbox, cfg *runtimeapi
 	for _, kv := range cfg.GetEnvs() {
 		opts.Env = append(opts.Env, kv.GetKey()+"="+string(kv.GetValue()))
 	}
-	for _, m := range cfg.GetMounts() {
-		mnt, err := appMount(m)
-		if err != nil {
-			return opts, err
-		}
-		opts.Mounts = append(opts.Mounts, mnt)
-	}
+	opts.Mounts = mounts
 	for _, d := range cfg.GetDevices() {
 		opts.Devices = append(opts.Devices, stage0.Device{HostPath: d.GetHostPath(), ContainerPath: d.GetContainerPath(), Permissions: d.GetPermissions()})
 	}
@@ -155,9 +168,6 @@ func containerLogPath(sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.Container
 // appMount translates a CRI mount. A missing host path is created as a
 // directory, as the kubelet expects of runtimes.
 func appMount(m *runtimeapi.Mount) (stage0.Mount, error) {
-	if m.GetImage().GetImage() != "" {
-		return stage0.Mount{}, fmt.Errorf("%w: image volume mounts (%q at %q)", errUnimplemented, m.GetImage().GetImage(), m.GetContainerPath())
-	}
 	if !filepath.IsAbs(m.GetContainerPath()) {
 		return stage0.Mount{}, invalidf("mount destination %q is not absolute", m.GetContainerPath())
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -59,16 +60,24 @@ func (c *criService) listContainerStats(ctx context.Context, f *runtimeapi.Conta
 	if err != nil {
 		return nil, err
 	}
-	out := []*runtimeapi.ContainerStats{}
-	for _, ct := range ctrs {
-		st, err := c.containerStats(ctx, ct)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
+	out := make([]*runtimeapi.ContainerStats, len(ctrs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statsParallelism)
+	for i, ct := range ctrs {
+		g.Go(func() error {
+			st, err := c.containerStats(gctx, ct)
+			out[i] = st
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// statsParallelism is how many supervisors a List*Stats call asks at once.
+const statsParallelism = 8
 
 // containerStats reads a container's usage from stage1; a container that
 // does not run reports its attributes and no usage.

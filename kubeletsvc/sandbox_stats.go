@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -59,7 +60,7 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 	if err != nil {
 		return nil, err
 	}
-	out := []*runtimeapi.PodSandboxStats{}
+	var sel []*sandbox
 	for _, s := range sbs {
 		if f.GetId() != "" && !strings.HasPrefix(s.ID(), f.GetId()) {
 			continue
@@ -67,11 +68,20 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 		if !matchLabels(s.cfg.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		st, err := c.sandboxStats(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
+		sel = append(sel, s)
+	}
+	out := make([]*runtimeapi.PodSandboxStats, len(sel))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statsParallelism)
+	for i, s := range sel {
+		g.Go(func() error {
+			st, err := c.sandboxStats(gctx, s)
+			out[i] = st
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
