@@ -231,3 +231,27 @@ func TestHostileOCIArchiveStaysInside(t *testing.T) {
 		}
 	}
 }
+
+func TestLayoutWithOneImagePerPlatform(t *testing.T) {
+	host := platform(FetchOptions{})
+	mine := testImage(t, "ARCH=mine", []entry{{name: "arch", body: "mine"}})
+	other := testImage(t, "ARCH=other", []entry{{name: "arch", body: "other"}})
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(other, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "s390x"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(mine, layout.WithPlatform(host)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := newStore(t).Fetch(context.Background(), "oci:"+dir, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != mustDigest(t, mine.ConfigName) {
+		t.Errorf("got %s, want this platform's image", got.ID)
+	}
+}

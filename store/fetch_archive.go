@@ -102,6 +102,9 @@ func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOpt
 			chosen = append(chosen, d)
 		}
 	}
+	if len(chosen) > 1 {
+		chosen = forPlatform(chosen, platform(opts))
+	}
 	if len(chosen) != 1 {
 		if tag != "" && len(chosen) == 0 {
 			return nil, fmt.Errorf("OCI layout %q has no image tagged %q (it has %q)", dir, tag, refNames)
@@ -124,6 +127,21 @@ func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOpt
 		return nil, err
 	}
 	return s.importImage(ctx, img, names, nil, opts)
+}
+
+// forPlatform keeps the descriptors of images for platform p, when that
+// tells several apart (an index.json listing one image per platform).
+func forPlatform(ds []v1.Descriptor, p v1.Platform) []v1.Descriptor {
+	var out []v1.Descriptor
+	for _, d := range ds {
+		if d.Platform != nil && d.MediaType.IsImage() && d.Platform.Satisfies(p) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return ds
+	}
+	return out
 }
 
 // layoutImage returns the image a layout descriptor points at, picking this
