@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,7 +113,23 @@ func (s *Store) putBlob(r io.Reader, want string, size int64, onRead func(int64)
 	}
 	tmp.Close()
 	tmp = nil
+	// The rename must be durable before the database records the blob.
+	if err := syncDir(filepath.Join(s.dir, blobsDir)); err != nil {
+		return "", 0, err
+	}
 	return got, n, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot open %q: {{err}}", dir), err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return errwrap.Wrapf(fmt.Sprintf("cannot sync %q: {{err}}", dir), err)
+	}
+	return nil
 }
 
 // putBlobBytes stores b, verifying it against want if given.
