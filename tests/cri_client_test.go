@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -132,3 +133,6 @@ func must(t testing.TB, what string, err error) {
 }
 
 func sleepShort() { time.Sleep(100 * time.Millisecond) }
+
+// statusCode names the gRPC code of err.
+func statusCode(err error) string { return status.Code(err).String() }
