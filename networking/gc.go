@@ -37,6 +37,11 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 			errs = append(errs, err)
 			continue
 		}
+		if isNetNS(a.NetNS) {
+			if err := removeNetNS(a.NetNS); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if !swept[a.ContainerID] {
 			swept[a.ContainerID] = true
 			if err := sweepIPTables(ctx, a.ContainerID); err != nil {
@@ -72,9 +77,6 @@ func delAttachment(ctx context.Context, cni *libcni.CNIConfig, a *libcni.Network
 	}
 	if err := cni.DelNetworkList(ctx, list, rt); err != nil {
 		return fmt.Errorf("cannot remove vanished pod %q from network %q: %w", a.ContainerID, a.Network, err)
-	}
-	if netns != "" {
-		return removeNetNS(netns)
 	}
 	return nil
 }

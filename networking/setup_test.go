@@ -253,4 +253,32 @@ func TestPodDirMoved(t *testing.T) {
 	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
 		t.Fatalf("after Teardown: %v", left)
 	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
+	}
+}
+
+// TestTeardownWithoutNetInfo: net-info.json is lost; Teardown falls back to
+// libcni's cache for the pod and still removes everything.
+func TestTeardownWithoutNetInfo(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	pn.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if err := os.Remove(filepath.Join(pn.Dir, schema.NetInfoFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Teardown: %v", left)
+	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
+	}
 }

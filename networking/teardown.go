@@ -57,6 +57,17 @@ func Teardown(ctx context.Context, cfg Config, podDir string) error {
 			return err
 		}
 	}
+	if res == nil {
+		// No net-info.json (lost, or never written): fall back to libcni's
+		// cache, keyed by the pod UUID (the pod dir's name).
+		uuid := filepath.Base(podDir)
+		if err := delCachedAttachments(ctx, cfg, uuid, netnsPath); err != nil {
+			return err
+		}
+		if err := gcMasquerade(ctx, cfg, func(u string) bool { return u != uuid }); err != nil {
+			return err
+		}
+	}
 	if res != nil && res.Masquerade != "" {
 		if err := releaseMasquerade(ctx, cfg, res.Masquerade, res.UUID); err != nil {
 			return err
@@ -112,4 +123,25 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 		return fmt.Errorf("cannot tear down network of pod %q: %w", podDir, err)
 	}
 	return nil
+}
+
+// delCachedAttachments runs CNI DEL for every attachment libcni cached for
+// the container ID uuid, in the namespace at netns.
+func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
+	cni := newCNI(cfg)
+	atts, err := cni.GetCachedAttachments(uuid)
+	if err != nil {
+		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
+	}
+	var errs []error
+	for _, a := range atts {
+		a.NetNS = netns
+		if err := delAttachment(ctx, cni, a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(atts) > 0 && len(errs) == 0 {
+		errs = append(errs, sweepIPTables(ctx, uuid))
+	}
+	return errors.Join(errs...)
 }
