@@ -12,15 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// GC releases the network resources of pods that no longer exist, for pods
-// whose directory went away without a Teardown (removed by hand, or lost):
-// CNI DEL of every attachment in libcni's cache under the data dir, the
-// iptables rules tagged with the pod, and host-local reservations left
-// without a cache entry, and their use of the default network's outbound
-// NAT rule. exists reports whether a pod UUID still exists in
-// any state (prepare, prepared, run, exited-garbage, garbage); it is asked
-// after the resource was found, so a pod being set up right now is safe as
-// long as its directory exists before its Setup starts.
+// GC releases what pods that no longer exist still hold, for pods whose
+// directory went away without a Teardown (removed by hand, or lost): it runs
+// CNI DEL for their attachments in libcni's cache under the data dir,
+// removes the iptables rules tagged with them, their host-local reservations
+// (also those without a cache entry) and their use of the default network's
+// outbound NAT rule. exists reports whether a pod UUID still exists in any
+// state (prepare, prepared, run, exited-garbage, garbage); it is asked after
+// the resource was found, so a pod being set up right now is safe as long as
+// its directory exists before its Setup starts.
 func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	var errs []error
 	cni := newCNI(cfg)
