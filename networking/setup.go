@@ -99,12 +99,8 @@ func planNetworks(cfg Config, names []string, pn PodNet) (nets []NetworkResult, 
 		if withPorts {
 			caps["portMappings"] = cniPortMappings(pn.Ports)
 		}
-		if pn.DNS != nil {
-			caps["dns"] = map[string]interface{}{
-				"servers":  pn.DNS.Servers,
-				"searches": pn.DNS.Searches,
-				"options":  pn.DNS.Options,
-			}
+		if dns := dnsCapability(pn.DNS); dns != nil {
+			caps["dns"] = dns
 		}
 		var args [][2]string
 		if len(pn.Args) > 0 {
@@ -119,6 +115,23 @@ func planNetworks(cfg Config, names []string, pn PodNet) (nets []NetworkResult, 
 		})
 	}
 	return nets, builtin, nil
+}
+
+// dnsCapability is the "dns" runtimeConfig of the CNI conventions.
+func dnsCapability(d *schema.DNS) map[string]interface{} {
+	if d == nil {
+		return nil
+	}
+	dns := map[string]interface{}{}
+	for k, v := range map[string][]string{"servers": d.Servers, "searches": d.Searches, "options": d.Options} {
+		if len(v) > 0 {
+			dns[k] = v
+		}
+	}
+	if len(dns) == 0 {
+		return nil
+	}
+	return dns
 }
 
 func cniPortMappings(ports []schema.PortMapping) []interface{} {
