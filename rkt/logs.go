@@ -60,9 +60,14 @@ func showLogs(ctx context.Context, rt *stage0.Runtime, uuid string, apps []strin
 			lfs[i].prefix = a + ": "
 		}
 	}
-	done := func() bool {
-		st, err := rt.Status(ctx, ps.UUID)
-		return err != nil || st.State != stage0.PodRunning
+	done := make(chan struct{})
+	if follow {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			rt.Wait(wctx, ps.UUID)
+			close(done)
+		}()
 	}
 	return followLogs(ctx, lfs, stdout, stderr, follow, done)
 }

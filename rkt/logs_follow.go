@@ -111,8 +111,8 @@ func (lf *logFollower) close() {
 }
 
 // followLogs prints the logs of the given files; with follow it keeps going
-// until done() reports true, then drains what is left.
-func followLogs(ctx context.Context, lfs []*logFollower, stdout, stderr io.Writer, follow bool, done func() bool) error {
+// until done is closed, then drains what is left.
+func followLogs(ctx context.Context, lfs []*logFollower, stdout, stderr io.Writer, follow bool, done <-chan struct{}) error {
 	defer func() {
 		for _, lf := range lfs {
 			lf.close()
@@ -130,7 +130,14 @@ func followLogs(ctx context.Context, lfs []*logFollower, stdout, stderr io.Write
 		return any, nil
 	}
 	for {
-		finished := !follow || done()
+		finished := !follow
+		if !finished {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+		}
 		progressed, err := pumpAll()
 		if err != nil {
 			return err
@@ -144,6 +151,7 @@ func followLogs(ctx context.Context, lfs []*logFollower, stdout, stderr io.Write
 			select {
 			case <-ctx.Done():
 				return nil
+			case <-done:
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

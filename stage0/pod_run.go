@@ -106,6 +106,7 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 }
 
 func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode stage1Mode) error {
+	t0 := time.Now()
 	pm, err := p.readManifest()
 	if err != nil {
 		return err
@@ -116,6 +117,7 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	if err != nil {
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
 	}
+	r.cfg.Logf("pod %s: network %q set up in %s", p.uuid, pm.Net, time.Since(t0))
 	if err := writeEtcFiles(p, pm, net); err != nil {
 		return err
 	}
@@ -127,5 +129,10 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	if err := os.Remove(p.dir + "/" + cleanedFile); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return r.startStage1(ctx, p, pm, l, mode)
+	r.cfg.Logf("pod %s: %d apps mounted and specified after %s", p.uuid, len(pm.Apps), time.Since(t0))
+	if err := r.startStage1(ctx, p, pm, l, mode); err != nil {
+		return err
+	}
+	r.cfg.Logf("pod %s: stage1 ready after %s", p.uuid, time.Since(t0))
+	return nil
 }

@@ -25,7 +25,7 @@ type podEnv struct {
 var podNetSeq atomic.Int32
 
 // newPodEnv sets up an environment for pod tests.
-func newPodEnv(t *testing.T) *podEnv {
+func newPodEnv(t testing.TB) *podEnv {
 	t.Helper()
 	env := testutil.NewEnv(t)
 	reg := testutil.StartRegistry(t)
