@@ -125,6 +125,29 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.
 	return out, nil
 }
 
+// netDevPackets reads the packet counters of the network namespace of pid:
+// interface -> rx packets, rx dropped, tx packets, tx dropped.
+func netDevPackets(pid int) map[string][4]uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
+	if err != nil {
+		return nil
+	}
+	out := map[string][4]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		fl := strings.Fields(rest)
+		if !ok || len(fl) < 16 {
+			continue
+		}
+		var v [4]uint64
+		for i, f := range []int{1, 3, 9, 11} {
+			v[i], _ = strconv.ParseUint(fl[f], 10, 64)
+		}
+		out[strings.TrimSpace(name)] = v
+	}
+	return out
+}
+
 // networkUsage reads the interface counters of the network namespace of
 // pid from /proc/<pid>/net/dev (loopback excluded).
 func networkUsage(pid int) *runtimeapi.NetworkUsage {

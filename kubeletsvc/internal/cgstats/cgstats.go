@@ -1,0 +1,255 @@
+// Package cgstats reads the resource usage of a cgroup (v1 or v2) and of
+// the processes in it, for the CRI's cadvisor-style metrics: the kernel's
+// own accounting files, read as they are, never estimated.
+package cgstats
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Root is where the cgroup hierarchies are mounted.
+var Root = "/sys/fs/cgroup"
+
+// Stats are the figures of one cgroup. Missing files leave fields at zero
+// and their names in Missing.
+type Stats struct {
+	CPUUsageNanos, CPUUserNanos, CPUSystemNanos uint64
+	CFSPeriods, CFSThrottledPeriods             uint64
+	CFSThrottledNanos                           uint64
+	CPUPeriodMicros, CPUShares                  uint64
+	CPUQuotaMicros                              int64
+
+	MemoryUsage, MemoryMaxUsage, MemoryFailcnt uint64
+	MemoryCache, MemoryRSS, MemoryMappedFile   uint64
+	MemorySwap, MemoryKernel                   uint64
+	MemoryWorkingSet                           uint64
+	MemoryPgFault, MemoryPgMajFault            uint64
+	MemoryLimit, MemorySwapLimit               uint64
+	OOMKills                                   uint64
+
+	Processes, Threads, ThreadsMax uint64
+	FileDescriptors, Sockets       uint64
+	Pids                           []int // processes of the cgroup
+
+	// BlkioBytes and BlkioOps are per device ("maj:min") and operation
+	// ("Read", "Write").
+	BlkioBytes, BlkioOps map[string]map[string]uint64
+
+	Missing []string
+}
+
+// V2 reports whether the unified hierarchy is the only one.
+func V2() bool {
+	_, err := os.Stat(filepath.Join(Root, "cgroup.controllers"))
+	return err == nil
+}
+
+// Read collects the stats of the cgroup at path (absolute, as in an OCI
+// spec's cgroupsPath).
+func Read(path string) (*Stats, error) {
+	r := &reader{s: &Stats{}, v2: V2(), path: path}
+	if r.v2 {
+		r.readV2()
+	} else {
+		r.readV1()
+	}
+	if len(r.s.Pids) == 0 && r.err != nil {
+		return nil, r.err
+	}
+	r.readProcs()
+	return r.s, nil
+}
+
+type reader struct {
+	s    *Stats
+	v2   bool
+	path string
+	err  error
+}
+
+func (r *reader) file(ctrl, name string) string {
+	if r.v2 {
+		return filepath.Join(Root, r.path, name)
+	}
+	return filepath.Join(Root, ctrl, r.path, name)
+}
+
+// uint reads a one-number file; "max" is 0.
+func (r *reader) uint(ctrl, name string) uint64 {
+	b, err := os.ReadFile(r.file(ctrl, name))
+	if err != nil {
+		r.missing(name, err)
+		return 0
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "max" {
+		return 0
+	}
+	n, _ := strconv.ParseUint(v, 10, 64)
+	return n
+}
+
+// kv reads a "key value" file.
+func (r *reader) kv(ctrl, name string) map[string]uint64 {
+	f, err := os.Open(r.file(ctrl, name))
+	if err != nil {
+		r.missing(name, err)
+		return map[string]uint64{}
+	}
+	defer f.Close()
+	out := map[string]uint64{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fl := strings.Fields(s.Text())
+		if len(fl) == 2 {
+			out[fl[0]], _ = strconv.ParseUint(fl[1], 10, 64)
+		}
+	}
+	return out
+}
+
+func (r *reader) missing(name string, err error) {
+	r.s.Missing = append(r.s.Missing, name)
+	if r.err == nil && !errors.Is(err, os.ErrNotExist) {
+		r.err = err
+	}
+}
+
+func (r *reader) pids(ctrl string) {
+	b, err := os.ReadFile(r.file(ctrl, "cgroup.procs"))
+	if err != nil {
+		r.err = fmt.Errorf("cannot read the processes of cgroup %s: %w", r.path, err)
+		return
+	}
+	for _, l := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(l); err == nil {
+			r.s.Pids = append(r.s.Pids, p)
+		}
+	}
+}
+
+const userHZ = 100 // USER_HZ of cpuacct.stat ticks
+
+func (r *reader) readV1() {
+	s := r.s
+	r.pids("pids")
+	s.CPUUsageNanos = r.uint("cpuacct", "cpuacct.usage")
+	st := r.kv("cpuacct", "cpuacct.stat")
+	s.CPUUserNanos, s.CPUSystemNanos = st["user"]*1e9/userHZ, st["system"]*1e9/userHZ
+	cs := r.kv("cpu", "cpu.stat")
+	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs["nr_periods"], cs["nr_throttled"], cs["throttled_time"]
+	s.CPUPeriodMicros = r.uint("cpu", "cpu.cfs_period_us")
+	s.CPUShares = r.uint("cpu", "cpu.shares")
+	if b, err := os.ReadFile(r.file("cpu", "cpu.cfs_quota_us")); err == nil {
+		s.CPUQuotaMicros, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	s.MemoryUsage = r.uint("memory", "memory.usage_in_bytes")
+	s.MemoryMaxUsage = r.uint("memory", "memory.max_usage_in_bytes")
+	s.MemoryFailcnt = r.uint("memory", "memory.failcnt")
+	s.MemoryKernel = r.uint("memory", "memory.kmem.usage_in_bytes")
+	s.MemoryLimit = r.uint("memory", "memory.limit_in_bytes")
+	s.MemorySwapLimit = r.uint("memory", "memory.memsw.limit_in_bytes")
+	ms := r.kv("memory", "memory.stat")
+	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = ms["cache"], ms["rss"], ms["mapped_file"], ms["swap"]
+	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
+	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["total_inactive_file"])
+	s.OOMKills = r.kv("memory", "memory.oom_control")["oom_kill"]
+	s.Processes = r.uint("pids", "pids.current")
+	s.ThreadsMax = r.uint("pids", "pids.max")
+	if b, err := os.ReadFile(r.file("pids", "tasks")); err == nil {
+		s.Threads = uint64(len(strings.Fields(string(b))))
+	}
+	s.BlkioBytes = r.blkio("blkio.throttle.io_service_bytes")
+	s.BlkioOps = r.blkio("blkio.throttle.io_serviced")
+}
+
+func (r *reader) readV2() {
+	s := r.s
+	r.pids("")
+	cs := r.kv("", "cpu.stat")
+	s.CPUUsageNanos, s.CPUUserNanos, s.CPUSystemNanos = cs["usage_usec"]*1000, cs["user_usec"]*1000, cs["system_usec"]*1000
+	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs["nr_periods"], cs["nr_throttled"], cs["throttled_usec"]*1000
+	if b, err := os.ReadFile(r.file("", "cpu.max")); err == nil {
+		fl := strings.Fields(string(b))
+		if len(fl) == 2 {
+			s.CPUPeriodMicros, _ = strconv.ParseUint(fl[1], 10, 64)
+			if fl[0] != "max" {
+				s.CPUQuotaMicros, _ = strconv.ParseInt(fl[0], 10, 64)
+			}
+		}
+	}
+	// cpu.weight (1..10000) back to shares (2..262144), as runc converts
+	if w := r.uint("", "cpu.weight"); w > 0 {
+		s.CPUShares = 2 + ((w-1)*262142)/9999
+	}
+	s.MemoryUsage = r.uint("", "memory.current")
+	s.MemoryMaxUsage = r.uint("", "memory.peak")
+	s.MemoryLimit = r.uint("", "memory.max")
+	s.MemorySwapLimit = r.uint("", "memory.swap.max")
+	s.MemorySwap = r.uint("", "memory.swap.current")
+	ms := r.kv("", "memory.stat")
+	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile = ms["file"], ms["anon"], ms["file_mapped"]
+	s.MemoryKernel = ms["kernel"]
+	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
+	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["inactive_file"])
+	ev := r.kv("", "memory.events")
+	s.MemoryFailcnt, s.OOMKills = ev["max"], ev["oom_kill"]
+	s.Processes = r.uint("", "pids.current")
+	s.ThreadsMax = r.uint("", "pids.max")
+	if b, err := os.ReadFile(r.file("", "cgroup.threads")); err == nil {
+		s.Threads = uint64(len(strings.Fields(string(b))))
+	}
+}
+
+// blkio parses a v1 "maj:min Op N" file.
+func (r *reader) blkio(name string) map[string]map[string]uint64 {
+	f, err := os.Open(r.file("blkio", name))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	out := map[string]map[string]uint64{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fl := strings.Fields(s.Text())
+		if len(fl) != 3 || (fl[1] != "Read" && fl[1] != "Write") {
+			continue
+		}
+		n, _ := strconv.ParseUint(fl[2], 10, 64)
+		if out[fl[0]] == nil {
+			out[fl[0]] = map[string]uint64{}
+		}
+		out[fl[0]][fl[1]] += n
+	}
+	return out
+}
+
+// readProcs counts the open file descriptors and sockets of the cgroup's
+// processes.
+func (r *reader) readProcs() {
+	for _, pid := range r.s.Pids {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			r.s.FileDescriptors++
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+				r.s.Sockets++
+			}
+		}
+	}
+}
+
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}

@@ -1,0 +1,79 @@
+package cgstats
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func write(t *testing.T, root, rel, body string) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadV1(t *testing.T) {
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	cg := "/pod/app"
+	write(t, root, "pids"+cg+"/cgroup.procs", "1\n2\n")
+	write(t, root, "pids"+cg+"/pids.current", "2\n")
+	write(t, root, "pids"+cg+"/pids.max", "max\n")
+	write(t, root, "pids"+cg+"/tasks", "1\n2\n3\n")
+	write(t, root, "cpuacct"+cg+"/cpuacct.usage", "5000000000\n")
+	write(t, root, "cpuacct"+cg+"/cpuacct.stat", "user 300\nsystem 100\n")
+	write(t, root, "cpu"+cg+"/cpu.stat", "nr_periods 10\nnr_throttled 4\nthrottled_time 7000\n")
+	write(t, root, "cpu"+cg+"/cpu.cfs_period_us", "100000\n")
+	write(t, root, "cpu"+cg+"/cpu.cfs_quota_us", "20000\n")
+	write(t, root, "cpu"+cg+"/cpu.shares", "1024\n")
+	write(t, root, "memory"+cg+"/memory.usage_in_bytes", "1000\n")
+	write(t, root, "memory"+cg+"/memory.stat", "cache 300\nrss 600\nmapped_file 50\npgfault 9\npgmajfault 1\ntotal_inactive_file 200\n")
+	write(t, root, "memory"+cg+"/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+	write(t, root, "blkio"+cg+"/blkio.throttle.io_service_bytes", "8:0 Read 4096\n8:0 Write 512\n8:0 Total 4608\nTotal 4608\n")
+	s, err := Read(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"cpu usage", s.CPUUsageNanos, 5e9},
+		{"cpu user", s.CPUUserNanos, 3e9},
+		{"cpu system", s.CPUSystemNanos, 1e9},
+		{"throttled", s.CFSThrottledPeriods, 4},
+		{"shares", s.CPUShares, 1024},
+		{"working set", s.MemoryWorkingSet, 800},
+		{"oom kills", s.OOMKills, 2},
+		{"threads", s.Threads, 3},
+		{"threads max (max)", s.ThreadsMax, 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if s.CPUQuotaMicros != 20000 || !reflect.DeepEqual(s.Pids, []int{1, 2}) {
+		t.Errorf("quota %d pids %v", s.CPUQuotaMicros, s.Pids)
+	}
+	if s.BlkioBytes["8:0"]["Read"] != 4096 || s.BlkioBytes["8:0"]["Write"] != 512 {
+		t.Errorf("blkio %v", s.BlkioBytes)
+	}
+}
+
+func TestReadMissingCgroup(t *testing.T) {
+	old := Root
+	Root = t.TempDir()
+	t.Cleanup(func() { Root = old })
+	if _, err := Read("/nope"); err == nil {
+		t.Fatal("Read of a missing cgroup succeeded")
+	}
+}

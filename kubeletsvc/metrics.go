@@ -1,0 +1,289 @@
+package kubeletsvc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// The CRI metrics are the cadvisor metrics the kubelet exports, computed
+// from each running container's cgroup, processes and writable layer.
+
+// baseLabels are the labels of every container metric (cadvisor's).
+var baseLabels = []string{"container", "id", "image", "name", "namespace", "pod"}
+
+// sample is one value of a metric with its extra label values.
+type sample struct {
+	extra []string
+	value uint64
+}
+
+// metricDef defines one metric: its help, extra labels and how to compute
+// it from a container's figures.
+type metricDef struct {
+	name, help string
+	gauge      bool
+	extra      []string
+	value      func(m *ctrMetrics) []sample
+}
+
+// ctrMetrics are the figures a container's metrics are computed from.
+type ctrMetrics struct {
+	cg      *cgstats.Stats
+	started time.Time
+	fsUsed  uint64 // bytes in the writable layer
+	fsStat  *syscall.Statfs_t
+	fsDev   string
+	net     *runtimeapi.NetworkUsage
+	netDev  map[string][4]uint64 // interface -> rx packets, rx dropped, tx packets, tx dropped
+}
+
+func one(v uint64) []sample { return []sample{{value: v}} }
+
+func secs(ns uint64) uint64 { return ns / 1e9 }
+
+var metricDefs = []metricDef{
+	{"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", false, nil, func(m *ctrMetrics) []sample { return one(secs(m.cg.CPUUsageNanos)) }},
+	{"container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", false, nil, func(m *ctrMetrics) []sample { return one(secs(m.cg.CPUUserNanos)) }},
+	{"container_cpu_system_seconds_total", "Cumulative system cpu time consumed in seconds.", false, nil, func(m *ctrMetrics) []sample { return one(secs(m.cg.CPUSystemNanos)) }},
+	{"container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.CFSPeriods) }},
+	{"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.CFSThrottledPeriods) }},
+	{"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", false, nil, func(m *ctrMetrics) []sample { return one(secs(m.cg.CFSThrottledNanos)) }},
+	{"container_spec_cpu_period", "CPU period of the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.CPUPeriodMicros) }},
+	{"container_spec_cpu_quota", "CPU quota of the container.", true, nil, func(m *ctrMetrics) []sample {
+		if m.cg.CPUQuotaMicros <= 0 {
+			return nil
+		}
+		return one(uint64(m.cg.CPUQuotaMicros))
+	}},
+	{"container_spec_cpu_shares", "CPU share of the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.CPUShares) }},
+	{"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryUsage) }},
+	{"container_memory_working_set_bytes", "Current working set in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryWorkingSet) }},
+	{"container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryMaxUsage) }},
+	{"container_memory_cache", "Number of bytes of page cache memory.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryCache) }},
+	{"container_memory_rss", "Size of RSS in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryRSS) }},
+	{"container_memory_mapped_file", "Size of memory mapped files in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryMappedFile) }},
+	{"container_memory_swap", "Container swap usage in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemorySwap) }},
+	{"container_memory_kernel_usage", "Size of kernel memory allocated in bytes.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryKernel) }},
+	{"container_memory_failcnt", "Number of memory usage hits limits.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryFailcnt) }},
+	{"container_memory_failures_total", "Cumulative count of memory allocation failures.", false, []string{"failure_type", "scope"}, func(m *ctrMetrics) []sample {
+		return []sample{{[]string{"pgfault", "container"}, m.cg.MemoryPgFault}, {[]string{"pgmajfault", "container"}, m.cg.MemoryPgMajFault}}
+	}},
+	{"container_spec_memory_limit_bytes", "Memory limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryLimit) }},
+	{"container_spec_memory_swap_limit_bytes", "Memory swap limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemorySwapLimit) }},
+	{"container_oom_events_total", "Count of out of memory events observed for the container.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.OOMKills) }},
+	{"container_processes", "Number of processes running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Processes) }},
+	{"container_threads", "Number of threads running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Threads) }},
+	{"container_threads_max", "Maximum number of threads allowed inside the container, 0 for unlimited.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.ThreadsMax) }},
+	{"container_file_descriptors", "Number of open file descriptors for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.FileDescriptors) }},
+	{"container_sockets", "Number of open sockets for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Sockets) }},
+	{"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", true, nil, func(m *ctrMetrics) []sample { return one(uint64(m.started.Unix())) }},
+	{"container_last_seen", "Last time a container was seen by the exporter.", true, nil, func(m *ctrMetrics) []sample { return one(uint64(time.Now().Unix())) }},
+	{"container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", true, []string{"device"}, func(m *ctrMetrics) []sample { return []sample{{[]string{m.fsDev}, m.fsUsed}} }},
+	{"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", true, []string{"device"}, func(m *ctrMetrics) []sample {
+		if m.fsStat == nil {
+			return nil
+		}
+		return []sample{{[]string{m.fsDev}, m.fsStat.Blocks * uint64(m.fsStat.Bsize)}}
+	}},
+	{"container_fs_inodes_total", "Number of Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
+		if m.fsStat == nil {
+			return nil
+		}
+		return []sample{{[]string{m.fsDev}, m.fsStat.Files}}
+	}},
+	{"container_fs_inodes_free", "Number of available Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
+		if m.fsStat == nil {
+			return nil
+		}
+		return []sample{{[]string{m.fsDev}, m.fsStat.Ffree}}
+	}},
+	{"container_fs_reads_bytes_total", "Cumulative count of bytes read.", false, []string{"device"}, blkio(true, "Read")},
+	{"container_fs_writes_bytes_total", "Cumulative count of bytes written.", false, []string{"device"}, blkio(true, "Write")},
+	{"container_fs_reads_total", "Cumulative count of reads completed.", false, []string{"device"}, blkio(false, "Read")},
+	{"container_fs_writes_total", "Cumulative count of writes completed.", false, []string{"device"}, blkio(false, "Write")},
+	{"container_blkio_device_usage_total", "Blkio device bytes usage.", false, []string{"device", "major", "minor", "operation"}, func(m *ctrMetrics) []sample {
+		var out []sample
+		for dev, ops := range m.cg.BlkioBytes {
+			maj, min, _ := strings.Cut(dev, ":")
+			for op, v := range ops {
+				out = append(out, sample{[]string{dev, maj, min, op}, v})
+			}
+		}
+		return out
+	}},
+	{"container_network_receive_bytes_total", "Cumulative count of bytes received.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetRxBytes().GetValue() })},
+	{"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetRxErrors().GetValue() })},
+	{"container_network_receive_packets_total", "Cumulative count of packets received.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[0] })},
+	{"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[1] })},
+	{"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetTxBytes().GetValue() })},
+	{"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetTxErrors().GetValue() })},
+	{"container_network_transmit_packets_total", "Cumulative count of packets transmitted.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[2] })},
+	{"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[3] })},
+}
+
+func blkio(bytes bool, op string) func(m *ctrMetrics) []sample {
+	return func(m *ctrMetrics) []sample {
+		src := m.cg.BlkioOps
+		if bytes {
+			src = m.cg.BlkioBytes
+		}
+		var out []sample
+		for dev, ops := range src {
+			out = append(out, sample{[]string{dev}, ops[op]})
+		}
+		return out
+	}
+}
+
+func netStat(f func(*runtimeapi.NetworkInterfaceUsage, [4]uint64) uint64) func(m *ctrMetrics) []sample {
+	return func(m *ctrMetrics) []sample {
+		if m.net == nil {
+			return nil
+		}
+		var out []sample
+		for _, i := range m.net.Interfaces {
+			out = append(out, sample{[]string{i.Name}, f(i, m.netDev[i.Name])})
+		}
+		return out
+	}
+}
+
+// ListMetricDescriptors describes the metrics ListPodSandboxMetrics returns.
+func (c *criService) ListMetricDescriptors(ctx context.Context, r *runtimeapi.ListMetricDescriptorsRequest) (*runtimeapi.ListMetricDescriptorsResponse, error) {
+	out := &runtimeapi.ListMetricDescriptorsResponse{}
+	for _, d := range metricDefs {
+		out.Descriptors = append(out.Descriptors, &runtimeapi.MetricDescriptor{
+			Name: d.name, Help: d.help, LabelKeys: append(append([]string{}, baseLabels...), d.extra...),
+		})
+	}
+	return out, nil
+}
+
+// ListPodSandboxMetrics returns the metrics of every ready sandbox's
+// running containers.
+func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
+	sbs, err := c.listSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &runtimeapi.ListPodSandboxMetricsResponse{}
+	for _, s := range sbs {
+		if !s.ready() {
+			continue
+		}
+		pm := &runtimeapi.PodSandboxMetrics{PodSandboxId: s.ID()}
+		ctrs, err := s.containers()
+		if err != nil {
+			return nil, err
+		}
+		for _, ct := range ctrs {
+			if ct.app.State != schema.AppRunning {
+				continue
+			}
+			ms, err := c.containerMetrics(ct)
+			if err != nil {
+				c.log.Debug("no metrics for container", "container", ct.id, "error", err)
+				continue
+			}
+			pm.ContainerMetrics = append(pm.ContainerMetrics, &runtimeapi.ContainerMetrics{ContainerId: ct.id, Metrics: ms})
+		}
+		out.PodMetrics = append(out.PodMetrics, pm)
+	}
+	return out, nil
+}
+
+// containerMetrics computes every metric of a running container.
+func (c *criService) containerMetrics(ct *container) ([]*runtimeapi.Metric, error) {
+	spec, err := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Linux == nil || spec.Linux.CgroupsPath == "" {
+		return nil, invalidf("app %s has no cgroup", ct.app.App.Name)
+	}
+	cg, err := cgstats.Read(spec.Linux.CgroupsPath)
+	if err != nil {
+		return nil, err
+	}
+	m := &ctrMetrics{cg: cg, started: ct.app.StartedAt}
+	appDir := filepath.Join(ct.sb.pod.Dir, schema.AppsDir, ct.app.App.Name)
+	m.fsUsed, m.fsStat, m.fsDev = dirUsage(filepath.Join(appDir, schema.AppUpperDir))
+	if ct.app.Pid > 0 && ct.sb.pod.Manifest.Net != "host" {
+		m.net = networkUsage(ct.app.Pid)
+		m.netDev = netDevPackets(ct.app.Pid)
+	}
+	ts := time.Now().UnixNano()
+	sb := ct.sb.cfg.GetMetadata()
+	base := []string{ct.cfg.GetMetadata().GetName(), ct.id, ct.app.App.Annotations[annoImage], ct.app.App.Name, sb.GetNamespace(), sb.GetName()}
+	var out []*runtimeapi.Metric
+	for _, d := range metricDefs {
+		typ := runtimeapi.MetricType_COUNTER
+		if d.gauge {
+			typ = runtimeapi.MetricType_GAUGE
+		}
+		samples := d.value(m)
+		sort.Slice(samples, func(i, j int) bool { return lessStrings(samples[i].extra, samples[j].extra) })
+		for _, s := range samples {
+			out = append(out, &runtimeapi.Metric{
+				Name: d.name, Timestamp: ts, MetricType: typ,
+				LabelValues: append(append([]string{}, base...), s.extra...),
+				Value:       &runtimeapi.UInt64Value{Value: s.value},
+			})
+		}
+	}
+	return out, nil
+}
+
+func lessStrings(a, b []string) bool {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return len(a) < len(b)
+}
+
+// dirUsage returns the bytes allocated under dir, its filesystem's statfs
+// and device name.
+func dirUsage(dir string) (uint64, *syscall.Statfs_t, string) {
+	var used uint64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				used += uint64(st.Blocks) * 512
+			}
+		}
+		return nil
+	})
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return used, nil, dir
+	}
+	dev := dir
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) == nil {
+		dev = deviceName(st.Dev)
+	}
+	return used, &fs, dev
+}
+
+// deviceName returns "major:minor" of a device number.
+func deviceName(dev uint64) string {
+	major := (dev >> 8) & 0xfff
+	minor := (dev & 0xff) | ((dev >> 12) & 0xfff00)
+	return strconv.FormatUint(major, 10) + ":" + strconv.FormatUint(minor, 10)
+}
