@@ -123,8 +123,17 @@ func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, o
 			if err := s.fetchLayer(ctx, img, l, progress); err != nil {
 				return err
 			}
-			if opts.Unpack {
-				_, err := s.ensureTree(ctx, l)
+			if !opts.Unpack {
+				return nil
+			}
+			if _, err := s.ensureTree(ctx, l); err != nil {
+				// A layer that does not unpack (corrupt, diff ID mismatch)
+				// is refused: its blob is not kept.
+				if ctx.Err() == nil {
+					if rmErr := s.dropUnreferencedBlob(l.Digest); rmErr != nil {
+						return fmt.Errorf("%w (and %v)", err, rmErr)
+					}
+				}
 				return err
 			}
 			return nil
