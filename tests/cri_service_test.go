@@ -54,9 +54,23 @@ func startCRIService(t testing.TB, env *testutil.Env, extraArgs ...string) *criS
 	}
 	s.Endpoint = "unix://" + s.Socket
 	writeCRINetwork(t, s.CNIConfDir)
+	t.Cleanup(func() { removeCgroupParent(s.cgroupParent()) })
 	s.start()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// cgroupParent is the cgroup the test's pods are created under.
+func (s *criService) cgroupParent() string { return "/rkt-test-" + filepath.Base(s.env.Root) }
+
+// removeCgroupParent removes the (empty) cgroup parent of a test's pods in
+// every hierarchy.
+func removeCgroupParent(parent string) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + parent)
+	dirs = append(dirs, "/sys/fs/cgroup"+parent)
+	for _, d := range dirs {
+		os.Remove(d)
+	}
 }
 
 func (s *criService) start() {
@@ -67,7 +81,7 @@ func (s *criService) start() {
 		"--socket-group=root",
 		"--stage1-path=" + testutil.Stage1Bin(t),
 		"--cni-conf-dir=" + s.CNIConfDir,
-		"--cgroup-parent=/rkt-test-" + filepath.Base(s.env.Root),
+		"--cgroup-parent=" + s.cgroupParent(),
 		"--log-level=debug",
 	}, s.extraArgs...)
 	cmd := s.env.Command(context.Background(), args...)
