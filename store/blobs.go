@@ -144,6 +144,7 @@ type countingReader struct {
 	onRead func(int64)
 }
 
+// Read counts and reports the bytes read.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)

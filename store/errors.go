@@ -21,6 +21,7 @@ var (
 // NotFoundError says which reference matched no image.
 type NotFoundError struct{ Ref string }
 
+// Error says which reference matched no image.
 func (e *NotFoundError) Error() string { return fmt.Sprintf("image %q not found in store", e.Ref) }
 
 // Is makes errors.Is(err, ErrImageNotFound) true.
@@ -32,6 +33,7 @@ type AmbiguousError struct {
 	Candidates []string
 }
 
+// Error lists the matching images.
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("image reference %q is ambiguous: it matches %s", e.Ref, strings.Join(e.Candidates, ", "))
 }
@@ -42,6 +44,7 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguousRe
 // InUseError names the image that a pod uses.
 type InUseError struct{ ID string }
 
+// Error names the image in use.
 func (e *InUseError) Error() string {
 	return fmt.Sprintf("image %s is in use by a pod (use force to remove it anyway)", e.ID)
 }

@@ -150,6 +150,7 @@ func keychain(ep endpoint, opts FetchOptions) authn.Keychain {
 
 type staticKeychain struct{ a authn.Authenticator }
 
+// Resolve returns the same credentials for every registry.
 func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
 
 // newTransport returns an HTTP transport that refuses plain HTTP except to
@@ -167,6 +168,7 @@ type httpGuard struct {
 	allowHTTP bool
 }
 
+// RoundTrip refuses plain HTTP to non-loopback hosts unless allowed.
 func (g *httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && !g.allowHTTP && !isLoopback(req.URL.Hostname()) {
 		return nil, fmt.Errorf("refusing plain HTTP to %s (allowed only for loopback registries, insecure mirrors or --insecure-options=http)", req.URL.Host)

@@ -180,6 +180,7 @@ type ctxReader struct {
 	r   interface{ Read([]byte) (int, error) }
 }
 
+// Read fails once the context is done.
 func (c *ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err

@@ -48,6 +48,7 @@ type wrapErr struct {
 	what  string
 }
 
+// Read names the decompressor in errors.
 func (w *wrapErr) Read(p []byte) (int, error) {
 	n, err := w.r.Read(p)
 	if err != nil && err != io.EOF {
@@ -56,4 +57,5 @@ func (w *wrapErr) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close releases the decompressor.
 func (w *wrapErr) Close() error { return w.close() }
