@@ -169,6 +169,27 @@ func (s *Store) newTempFile(prefix string) (*os.File, error) {
 	return f, nil
 }
 
+// newTempDir creates a directory in the store's tmp dir, locked (flock on
+// the returned file) so that cleanTemp leaves it alone until the file is
+// closed.
+func (s *Store) newTempDir(prefix string) (string, *os.File, error) {
+	dir, err := os.MkdirTemp(s.tmpPath(), prefix)
+	if err != nil {
+		return "", nil, errwrap.Wrapf("cannot create temporary directory in store: {{err}}", err)
+	}
+	lock, err := os.Open(dir)
+	if err == nil {
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lock.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, errwrap.Wrapf("cannot lock temporary directory: {{err}}", err)
+	}
+	return dir, lock, nil
+}
+
 // staleTempAge is how old an unlocked temp entry must be before cleanTemp
 // removes it (a fresh one may not be locked by its creator yet).
 var staleTempAge = time.Minute

@@ -51,10 +51,11 @@ func (s *Store) fetchOCIArchive(ctx context.Context, spec string, opts FetchOpti
 		fi, err := os.Stat(p)
 		return err == nil && fi.Mode().IsRegular()
 	})
-	dir, err := os.MkdirTemp(s.tmpPath(), "oci-archive-")
+	dir, lock, err := s.newTempDir("oci-archive-")
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot create temporary directory: {{err}}", err)
+		return nil, err
 	}
+	defer lock.Close()
 	defer os.RemoveAll(dir)
 	if err := extractLayoutArchive(path, dir); err != nil {
 		return nil, err

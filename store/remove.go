@@ -129,10 +129,11 @@ func referenced(tx *txn) (blobs, trees map[string]bool, err error) {
 // removeTreeDir removes a tree by first renaming it into tmp, so a crash
 // never leaves a half-removed tree under its visible name.
 func (s *Store) removeTreeDir(hex string) error {
-	tmp, err := os.MkdirTemp(s.tmpPath(), "rm-")
+	tmp, lock, err := s.newTempDir("rm-")
 	if err != nil {
-		return errwrap.Wrapf("cannot create temporary directory: {{err}}", err)
+		return err
 	}
+	defer lock.Close()
 	dst := tmp + "/tree"
 	if err := os.Rename(s.treePath(hex), dst); err != nil {
 		os.Remove(tmp)

@@ -67,17 +67,9 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(s.tmpPath(), "tree-")
+	tmp, lock, err := s.newTempDir("tree-")
 	if err != nil {
-		return "", errwrap.Wrapf("cannot create temporary tree: {{err}}", err)
-	}
-	lock, err := os.Open(tmp)
-	if err == nil {
-		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	}
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", errwrap.Wrapf("cannot lock temporary tree: {{err}}", err)
+		return "", err
 	}
 	defer lock.Close()
 	done := false
