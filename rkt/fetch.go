@@ -59,7 +59,11 @@ func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
 			bars = newProgressBars(os.Stderr, ref)
 			o.Progress = bars.Update
 		}
-		img, err := fetchAndUnpack(ctx, s, ref, o)
+		var status func(string)
+		if bars != nil {
+			status = bars.SetStatus
+		}
+		img, err := fetchWithStatus(ctx, s, ref, o, status)
 		if bars != nil {
 			bars.Finish(err == nil)
 		}
@@ -88,10 +92,19 @@ func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
 // imported whose layers cannot be unpacked (corrupt or hostile) is removed
 // again: a refused image leaves nothing behind.
 func fetchAndUnpack(ctx context.Context, s *store.Store, ref string, o store.FetchOptions) (*store.Image, error) {
+	return fetchWithStatus(ctx, s, ref, o, nil)
+}
+
+// fetchWithStatus is fetchAndUnpack telling status (if not nil) what it
+// does after the downloads.
+func fetchWithStatus(ctx context.Context, s *store.Store, ref string, o store.FetchOptions, status func(string)) (*store.Image, error) {
 	start := time.Now().UTC()
 	img, err := s.Fetch(ctx, ref, o)
 	if err != nil {
 		return nil, err
+	}
+	if status != nil {
+		status("unpacking")
 	}
 	if _, err := s.LayerPaths(ctx, img); err != nil {
 		if !img.ImportedAt.Before(start.Truncate(time.Second)) {

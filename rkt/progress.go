@@ -42,6 +42,7 @@ type progressBars struct {
 	w      io.Writer
 	width  int
 	title  string
+	status string // what happens after the downloads, e.g. "unpacking"
 	order  []string
 	blobs  map[string]*layerProgress
 	lines  int // lines drawn last time
@@ -76,12 +77,29 @@ func (p *progressBars) Update(pr store.Progress) {
 	}
 }
 
+// SetStatus shows what is being done besides downloading (on the title line).
+func (p *progressBars) SetStatus(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.status = s
+	p.draw(time.Now())
+}
+
 // Finish draws the final state and stops drawing.
 func (p *progressBars) Finish(ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return
+	}
+	switch {
+	case !ok:
+		p.status = "failed"
+	case p.status != "":
+		p.status = "done"
 	}
 	p.draw(time.Now())
 	p.closed = true
@@ -92,7 +110,11 @@ func (p *progressBars) draw(now time.Time) {
 	if p.lines > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", p.lines) // back to the first line drawn
 	}
-	fmt.Fprintf(&b, "\x1b[2K%s\n", truncate("Fetching "+p.title, p.width-1))
+	title := "Fetching " + p.title
+	if p.status != "" {
+		title += ": " + p.status
+	}
+	fmt.Fprintf(&b, "\x1b[2K%s\n", truncate(title, p.width-1))
 	for _, d := range p.order {
 		fmt.Fprintf(&b, "\x1b[2K%s\n", p.line(d, p.blobs[d], now))
 	}

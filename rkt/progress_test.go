@@ -48,10 +48,11 @@ func TestProgressBarsDraw(t *testing.T) {
 	p := &progressBars{w: &buf, width: 100, title: "img", blobs: map[string]*layerProgress{}}
 	p.Update(store.Progress{Digest: "sha256:aaaaaaaaaaaaaaaa", Total: 2048, Current: 1024})
 	p.Update(store.Progress{Digest: "sha256:bbbbbbbbbbbbbbbb", Total: 10, Current: 10, Done: true})
+	p.SetStatus("unpacking")
 	p.Finish(true)
 	p.Update(store.Progress{Digest: "sha256:cccccccccccc", Total: 1})
 	out := buf.String()
-	for _, want := range []string{"Fetching img", "aaaaaaaaaaaa [", "1.0 KiB / 2.0 KiB", "bbbbbbbbbbbb", "done", "\x1b[3A"} {
+	for _, want := range []string{"Fetching img", "Fetching img: unpacking", "Fetching img: done", "aaaaaaaaaaaa [", "1.0 KiB / 2.0 KiB", "bbbbbbbbbbbb", "done", "\x1b[3A"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q: %q", want, out)
 		}
