@@ -3,17 +3,13 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/errwrap"
-	"golang.org/x/sys/unix"
 )
 
 // digestOf returns "sha256:<hex>" of b.
@@ -76,7 +72,7 @@ func (s *Store) putBlob(r io.Reader, want string, size int64, onRead func(int64)
 	if want != "" && s.hasBlob(want) {
 		return want, size, nil
 	}
-	tmp, err := s.newTempFile("blob-")
+	tmp, err := s.newTempFile("blob")
 	if err != nil {
 		return "", 0, err
 	}
@@ -152,75 +148,4 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.onRead(c.n)
 	}
 	return n, err
-}
-
-// newTempFile creates a file in the store's tmp dir and takes an exclusive
-// flock on it, so cleanTemp knows it is in use.
-func (s *Store) newTempFile(prefix string) (*os.File, error) {
-	f, err := os.CreateTemp(s.tmpPath(), prefix)
-	if err != nil {
-		return nil, errwrap.Wrapf("cannot create temporary file in store: {{err}}", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, errwrap.Wrapf("cannot lock temporary file: {{err}}", err)
-	}
-	return f, nil
-}
-
-// newTempDir creates a directory in the store's tmp dir, locked (flock on
-// the returned file) so that cleanTemp leaves it alone until the file is
-// closed.
-func (s *Store) newTempDir(prefix string) (string, *os.File, error) {
-	dir, err := os.MkdirTemp(s.tmpPath(), prefix)
-	if err != nil {
-		return "", nil, errwrap.Wrapf("cannot create temporary directory in store: {{err}}", err)
-	}
-	lock, err := os.Open(dir)
-	if err == nil {
-		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			lock.Close()
-		}
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, errwrap.Wrapf("cannot lock temporary directory: {{err}}", err)
-	}
-	return dir, lock, nil
-}
-
-// staleTempAge is how old an unlocked temp entry must be before cleanTemp
-// removes it (a fresh one may not be locked by its creator yet).
-var staleTempAge = time.Minute
-
-// cleanTemp removes what killed processes left in the tmp dir: entries that
-// no live process holds a flock on.
-func (s *Store) cleanTemp() error {
-	entries, err := os.ReadDir(s.tmpPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return errwrap.Wrapf("cannot list store temporary dir: {{err}}", err)
-	}
-	for _, e := range entries {
-		p := s.tmpPath() + "/" + e.Name()
-		info, err := e.Info()
-		if err != nil || time.Since(info.ModTime()) < staleTempAge {
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			continue
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if err := removeTree(p); err != nil {
-				f.Close()
-				return err
-			}
-		}
-		f.Close()
-	}
-	return nil
 }

@@ -167,9 +167,6 @@ func waitTemp(t *testing.T, s *Store, prefix string, cmd *exec.Cmd) {
 }
 
 func TestSIGKILLMidFetchAndUnpack(t *testing.T) {
-	old := staleTempAge
-	staleTempAge = 0
-	t.Cleanup(func() { staleTempAge = old })
 	reg := startRegistry(t)
 	var files []entry
 	for i := range 400 {
@@ -239,5 +236,24 @@ func TestSIGKILLMidFetchAndUnpack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTempOwnerDetection(t *testing.T) {
+	if gone, known := ownerGone(tempPrefix("blob") + "123"); !known || gone {
+		t.Errorf("own entry: gone=%v known=%v, want alive", gone, known)
+	}
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("tree-%d.%s-1", cmd.Process.Pid, "12345")
+	if gone, known := ownerGone(dead); !known || !gone {
+		t.Errorf("exited owner: gone=%v known=%v", gone, known)
+	}
+	for _, foreign := range []string{"blob-stale", "x", "tree-abc.1-2", "tree-1.-2"} {
+		if _, known := ownerGone(foreign); known {
+			t.Errorf("%q: owner claimed known", foreign)
+		}
 	}
 }

@@ -51,7 +51,7 @@ func (s *Store) fetchOCIArchive(ctx context.Context, spec string, opts FetchOpti
 		fi, err := os.Stat(p)
 		return err == nil && fi.Mode().IsRegular()
 	})
-	dir, lock, err := s.newTempDir("oci-archive-")
+	dir, lock, err := s.newTempDir("ociarchive")
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func referenced(tx *txn) (blobs, trees map[string]bool, err error) {
 // removeTreeDir removes a tree by first renaming it into tmp, so a crash
 // never leaves a half-removed tree under its visible name.
 func (s *Store) removeTreeDir(hex string) error {
-	tmp, lock, err := s.newTempDir("rm-")
+	tmp, lock, err := s.newTempDir("rm")
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func TestGC(t *testing.T) {
 	stale, _ := os.Create(s.tmpPath() + "/blob-stale")
 	stale.Close()
 	os.Chtimes(stale.Name(), longAgo, longAgo)
-	live, err := s.newTempFile("blob-")
+	live, err := s.newTempFile("blob")
 	if err != nil {
 		t.Fatal(err)
 	}

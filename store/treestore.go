@@ -67,7 +67,7 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	tmp, lock, err := s.newTempDir("tree-")
+	tmp, lock, err := s.newTempDir("tree")
 	if err != nil {
 		return "", err
 	}
