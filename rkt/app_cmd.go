@@ -56,7 +56,7 @@ func appSandboxCmd() *cobra.Command {
 		},
 	}
 	fs := podFlagSet(&f, nil, false)
-	for _, n := range []string{"pull-policy", "no-progress", "set-env", "help"} {
+	for _, n := range []string{"pull-policy", "set-env", "help"} {
 		fs.MarkHidden(n)
 	}
 	cmd.Flags().AddFlagSet(fs)
@@ -90,7 +90,7 @@ func appAddCmd() *cobra.Command {
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			id, err := fetchForRun(ctx, s, args[1], &podFlags{pullPolicy: pullPolicy, noProgress: true})
+			id, err := fetchForRun(ctx, s, args[1], &podFlags{pullPolicy: pullPolicy})
 			if err != nil {
 				return err
 			}
@@ -99,6 +99,9 @@ func appAddCmd() *cobra.Command {
 				return &exitError{code: 254, err: err}
 			}
 			o.LogPath = logPath
+			if err := fetchImageMounts(ctx, s, &o, &podFlags{pullPolicy: pullPolicy}); err != nil {
+				return err
+			}
 			name, err := rt.AddApp(ctx, args[0], o)
 			if err != nil {
 				return fmt.Errorf("cannot add app: %w", err)

@@ -51,7 +51,7 @@ func appFlagSet(f *appFlags) *pflag.FlagSet {
 	fs.StringVar(&f.group, "group", "", "group (name or gid) to run as")
 	fs.StringSliceVar(&f.suppGroups, "supplementary-gids", nil, "additional group ids")
 	fs.StringVar(&f.workingDir, "working-dir", "", "working directory (default: the image's)")
-	fs.StringArrayVar(&f.mounts, "mount", nil, "mount a volume: volume=NAME,target=PATH[,readOnly=true] (repeatable)")
+	fs.StringArrayVar(&f.mounts, "mount", nil, "mount a volume (volume=NAME,target=PATH[,readOnly=true]) or an image read-only (image=REF,target=PATH[,subPath=DIR]) (repeatable)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU limit, in cores (0.5) or millicores (500m)")
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 64M, 1G, 512Ki")
 	fs.Uint64Var(&f.cpuShares, "cpu-shares", 0, "relative CPU weight (cgroup cpu.shares)")
@@ -136,7 +136,9 @@ func (f *appFlags) appOptions(image string, podEnv []string, volumes map[string]
 	return o, nil
 }
 
-// parseMount parses --mount volume=NAME,target=PATH[,readOnly=true].
+// parseMount parses --mount volume=NAME,target=PATH[,readOnly=true] or
+// --mount image=REF,target=PATH[,subPath=DIR] (an image's filesystem,
+// read-only).
 func parseMount(s string, volumes map[string]bool) (stage0.Mount, error) {
 	var m stage0.Mount
 	for _, kv := range strings.Split(s, ",") {
@@ -144,6 +146,10 @@ func parseMount(s string, volumes map[string]bool) (stage0.Mount, error) {
 		switch k {
 		case "volume":
 			m.Volume = v
+		case "image":
+			m.Image = v
+		case "subPath":
+			m.SubPath = v
 		case "target":
 			m.Destination = v
 		case "readOnly", "readonly", "ro":
@@ -158,10 +164,10 @@ func parseMount(s string, volumes map[string]bool) (stage0.Mount, error) {
 			return m, fmt.Errorf("invalid --mount %q: unknown key %q", s, k)
 		}
 	}
-	if m.Volume == "" || m.Destination == "" {
-		return m, fmt.Errorf("invalid --mount %q: want volume=NAME,target=PATH", s)
+	if (m.Volume == "") == (m.Image == "") || m.Destination == "" {
+		return m, fmt.Errorf("invalid --mount %q: want volume=NAME,target=PATH or image=REF,target=PATH", s)
 	}
-	if volumes != nil && !volumes[m.Volume] {
+	if m.Volume != "" && volumes != nil && !volumes[m.Volume] {
 		return m, fmt.Errorf("invalid --mount %q: no --volume named %q", s, m.Volume)
 	}
 	return m, nil

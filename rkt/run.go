@@ -92,6 +92,9 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 		if f.interactive {
 			o.TTY, o.Stdin = true, true
 		}
+		if err := fetchImageMounts(ctx, s, &o, f); err != nil {
+			return err
+		}
 		opts.Apps = append(opts.Apps, o)
 	}
 	if !run {
@@ -123,24 +126,48 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 	return foreground(ctx, rt, uuid, f.interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-// fetchForRun makes the image available in the store and returns its ID.
+// fetchForRun makes the image available in the store (per --pull-policy)
+// and returns its ID; stage0 unpacks its layers.
 func fetchForRun(ctx context.Context, s *store.Store, ref string, f *podFlags) (string, error) {
-	opts, err := fetchOptions(fetchFlags{pullPolicy: f.pullPolicy, noProgress: f.noProgress})
+	policy, err := store.ParsePullPolicy(f.pullPolicy)
 	if err != nil {
 		return "", &exitError{code: 254, err: err}
 	}
-	if !f.noProgress && isTerminal(os.Stderr) && opts.PullPolicy != store.PullNever {
-		if _, err := s.ResolveImage(ref); err != nil {
-			bars := newProgressBars(os.Stderr, ref)
-			opts.Progress = bars.Update
-			defer func() { bars.Finish(err == nil) }()
+	if policy != store.PullUpdate {
+		if img, err := s.ResolveImage(ref); err == nil {
+			return img.ID, nil
 		}
 	}
-	img, err := fetchAndUnpack(ctx, s, ref, opts)
+	regs, err := loadRegistryConfig()
+	if err != nil {
+		return "", err
+	}
+	img, err := s.Fetch(ctx, ref, store.FetchOptions{
+		PullPolicy:   policy,
+		Registries:   regs,
+		InsecureHTTP: insecure("http"),
+		InsecureTLS:  insecure("tls"),
+	})
 	if err != nil {
 		return "", fmt.Errorf("cannot fetch image %s: %w", ref, err)
 	}
 	return img.ID, nil
+}
+
+// fetchImageMounts fetches the images of --mount image=REF and names them
+// by ID.
+func fetchImageMounts(ctx context.Context, s *store.Store, o *stage0.AppOptions, f *podFlags) error {
+	for i, m := range o.Mounts {
+		if m.Image == "" {
+			continue
+		}
+		id, err := fetchForRun(ctx, s, m.Image, f)
+		if err != nil {
+			return err
+		}
+		o.Mounts[i].Image = id
+	}
+	return nil
 }
 
 func saveUUID(path, uuid string) error {

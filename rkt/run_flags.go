@@ -27,7 +27,6 @@ type podFlags struct {
 	volumes      []string
 	setEnv       []string
 	pullPolicy   string
-	noProgress   bool
 	interactive  bool
 	detach       bool
 	annotations  []string
@@ -48,7 +47,6 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs.StringArrayVar(&f.volumes, "volume", nil, "pod volume NAME,kind=host|empty,source=PATH[,readOnly=true] (repeatable)")
 	fs.StringArrayVar(&f.setEnv, "set-env", nil, "environment variable KEY=VALUE for every app (repeatable)")
 	fs.StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch images: never, new, update")
-	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show download progress")
 	fs.StringArrayVar(&f.annotations, "annotation", nil, "pod annotation KEY=VALUE (repeatable)")
 	if withRun {
 		fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")

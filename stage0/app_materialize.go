@@ -31,6 +31,10 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 			}
 		}
 	}
+	imageMounts, err := mountImageVolumes(dir, rec.Options, rec.ImageVolumes)
+	if err != nil {
+		return fmt.Errorf("app %q: %w", name, err)
+	}
 	targetPID := 0
 	if rec.Options.PIDMode == NamespaceTarget {
 		st, err := control.ReadAppStatus(p.dir, rec.Options.PIDTarget)
@@ -41,7 +45,7 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	}
 	spec, err := buildSpec(specInput{
 		pod: pm, podDir: p.dir, app: pm.Apps[idx], image: &rec.Image, opts: rec.Options,
-		rootfs: filepath.Join(dir, schema.AppRootfsDir), targetPID: targetPID,
+		rootfs: filepath.Join(dir, schema.AppRootfsDir), targetPID: targetPID, imageMounts: imageMounts,
 	})
 	if err != nil {
 		return err

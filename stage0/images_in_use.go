@@ -39,6 +39,11 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			}
 			for _, a := range pm.Apps {
 				inUse[a.Image.ID] = true
+				if rec, err := readAppRecord(&pod{dir: filepath.Join(dir, e.Name())}, a.Name); err == nil {
+					for _, img := range rec.ImageVolumes {
+						inUse[img.ID] = true
+					}
+				}
 			}
 		}
 	}

@@ -110,6 +110,8 @@ type AppOptions struct {
 // Mount is a mount of a host path or a pod volume into an app.
 type Mount struct {
 	Volume      string   // pod volume name (PodOptions.Volumes); exclusive with Source
+	Image       string   // image reference: mount the image's filesystem read-only (CRI image volume)
+	SubPath     string   // with Image: mount only this directory of the image
 	Source      string   // host path (bind mount) or, with Type, the mount source
 	Destination string   // absolute path in the app
 	Type        string   // "" or "bind": bind mount; else a filesystem type such as "tmpfs"

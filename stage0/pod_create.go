@@ -27,8 +27,9 @@ const manifestLockFile = "manifest.lock"
 
 // appRecord is what stage0 keeps about an app besides the manifest.
 type appRecord struct {
-	Options AppOptions `json:"options"`
-	Image   Image      `json:"image"`
+	Options      AppOptions    `json:"options"`
+	Image        Image         `json:"image"`
+	ImageVolumes map[int]Image `json:"imageVolumes,omitempty"` // by index in Options.Mounts
 }
 
 var appNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$`)
@@ -162,6 +163,10 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot resolve image %q: %w", opts.Image, err)
 	}
+	imgVols, err := r.resolveImageMounts(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
 	pm, err := p.readManifest()
 	if err != nil {
 		return nil, "", err
@@ -188,7 +193,7 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		}
 		return nil, "", fmt.Errorf("cannot create app directory: %w", err)
 	}
-	rec := appRecord{Options: opts, Image: *img}
+	rec := appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}
 	app := schema.App{
 		Name:        name,
 		Image:       schema.AppImage{Name: img.Name, ID: img.ID, Layers: img.Layers},

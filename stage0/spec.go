@@ -23,6 +23,9 @@ type specInput struct {
 	// targetPID is the pid whose PID namespace the app joins
 	// (NamespaceTarget), resolved by the caller.
 	targetPID int
+	// imageMounts maps the index of an image Mount to the host directory
+	// holding the mounted image (and sub path).
+	imageMounts map[int]string
 }
 
 // buildSpec builds the OCI runtime spec of one app from its image and
@@ -97,7 +100,7 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 		Annotations: copyMap(o.Annotations),
 		Linux: &specs.Linux{
 			CgroupsPath: cgroupsPath(in.pod, in.app.Name),
-			Sysctl:      mergeMaps(in.pod.Sysctls, o.Sysctls),
+			Sysctl:      copyMap(o.Sysctls), // the pod's own are set by stage1
 			Resources:   &specs.LinuxResources{},
 		},
 	}
@@ -121,9 +124,6 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	}
 	if s.Linux.Seccomp, err = seccompFor(o); err != nil {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
-	}
-	if len(s.Linux.Sysctl) == 0 {
-		s.Linux.Sysctl = nil
 	}
 	return s, nil
 }

@@ -71,7 +71,14 @@ func addMounts(s *specs.Spec, in specInput) error {
 		mounts = append(mounts, specs.Mount{Destination: f.dst, Type: "bind", Source: filepath.Join(in.podDir, f.name), Options: etcOpts})
 	}
 	propagation := ""
-	for _, m := range o.Mounts {
+	for i, m := range o.Mounts {
+		if m.Image != "" {
+			src, ok := in.imageMounts[i]
+			if !ok {
+				return fmt.Errorf("image volume %q on %q is not mounted", m.Image, m.Destination)
+			}
+			m = Mount{Source: src, Destination: m.Destination, ReadOnly: true, Propagation: m.Propagation}
+		}
 		sm, err := appMount(in, m)
 		if err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -77,12 +76,6 @@ func rootfsFile(rootfs, path string) (string, error) {
 	return p, nil
 }
 
-// parseID parses a numeric uid/gid.
-func parseID(s string) (uint32, bool) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	return uint32(n), err == nil
-}
-
 // mergeEnv returns base with every KEY=VALUE of over replacing or appended.
 func mergeEnv(base, over []string) []string {
 	out := append([]string{}, base...)
@@ -118,17 +111,6 @@ func copyMap(m map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func mergeMaps(a, b map[string]string) map[string]string {
-	out := copyMap(a)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for k, v := range b {
 		out[k] = v
 	}
 	return out

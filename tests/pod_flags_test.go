@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestPodAppFlags checks the per-app flags of rkt run, one pod each.
@@ -123,5 +125,20 @@ func TestPodGCGracePeriod(t *testing.T) {
 	pe.RunOK("gc", "--grace-period=0s")
 	if r := pe.Run("status", uuid); r.Code == 0 {
 		t.Errorf("pod still there after gc --grace-period=0s: %s", r)
+	}
+}
+
+// TestPodImageVolume mounts a second image's filesystem read-only into an
+// app, whole and by sub path.
+func TestPodImageVolume(t *testing.T) {
+	pe := newPodEnv(t)
+	reg := testutil.StartRegistry(t)
+	data := reg.Push(t, "data:1", testutil.Image(t, testutil.ImageConfig{},
+		testutil.Layer(t, testutil.Dir("content/"), testutil.File("content/hello.txt", "image-volume-data\n")),
+		testutil.Layer(t, testutil.File("content/second.txt", "second-layer\n"))))
+	r := pe.run(pe.image, "--mount=image="+data+",target=/iv", "--mount=image="+data+",target=/sub,subPath=content",
+		"--exec=/bin/sh", "--", "-c", "cat /iv/content/hello.txt /sub/second.txt; touch /iv/x 2>/dev/null && echo writable || echo read-only")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "image-volume-data\nsecond-layer\nread-only") {
+		t.Errorf("image volume: %s", r)
 	}
 }
