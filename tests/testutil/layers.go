@@ -32,6 +32,8 @@ type Entry struct {
 	Size     int64 // header size when not len(Body) (hostile layers)
 	Devmajor int64
 	Devminor int64
+	Xattrs   map[string]string // stored as PAX SCHILY.xattr records
+	ModTime  time.Time         // default Epoch
 }
 
 // File is a regular file entry.
@@ -67,6 +69,15 @@ func TarBytes(entries ...Entry) ([]byte, error) {
 			Name: e.Name, Typeflag: e.Type, Mode: e.Mode, Linkname: e.Linkname,
 			Uid: e.UID, Gid: e.GID, ModTime: Epoch, Format: tar.FormatPAX,
 			Devmajor: e.Devmajor, Devminor: e.Devminor,
+		}
+		if !e.ModTime.IsZero() {
+			h.ModTime = e.ModTime
+		}
+		for k, v := range e.Xattrs {
+			if h.PAXRecords == nil {
+				h.PAXRecords = map[string]string{}
+			}
+			h.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
