@@ -26,10 +26,11 @@ func requireRoot(t testing.TB) {
 	}
 }
 
-// testNet derives a bridge name and a /24 subnet unique to the test name.
+// testNet derives a bridge name and a /24 subnet unique to the test name,
+// in 10.100-149.x.0 (the functional tests in tests/ use 10.200-249).
 func testNet(name string) (bridge, subnet string) {
 	h := sha256.Sum256([]byte(name))
-	return fmt.Sprintf("rkt%x", h[:4]), fmt.Sprintf("10.%d.%d.0/24", 200+int(h[4])%50, h[5])
+	return fmt.Sprintf("rkt%x", h[:4]), fmt.Sprintf("10.%d.%d.0/24", 100+int(h[4])%50, h[5])
 }
 
 // testConfig returns a Config with its own data dir, bridge and subnet, and

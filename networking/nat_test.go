@@ -22,7 +22,7 @@ func TestOutboundNAT(t *testing.T) {
 
 	h := sha256.Sum256([]byte(t.Name() + "/outside"))
 	hostIf, outIf := fmt.Sprintf("rko%x", h[:4]), fmt.Sprintf("rki%x", h[:4])
-	prefix := fmt.Sprintf("10.%d.%d", 200+int(h[4])%50, h[5])
+	prefix := fmt.Sprintf("10.%d.%d", 100+int(h[4])%50, h[5])
 	outside := filepath.Join(t.TempDir(), "outside-netns")
 	if err := createNetNS(outside); err != nil {
 		t.Fatal(err)
