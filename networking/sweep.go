@@ -43,7 +43,11 @@ func sweepIPTables(ctx context.Context, uuid string) error {
 func sweepTable(ctx context.Context, bin, table, uuid string) error {
 	out, err := exec.CommandContext(ctx, bin+"-save", "-t", table).Output()
 	if err != nil {
-		return fmt.Errorf("%s-save -t %s: %w", bin, table, err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s-save -t %s: %w", bin, table, ctx.Err())
+		}
+		// A table the kernel does not have (e.g. no IPv6 nat) holds no rules.
+		return nil
 	}
 	tag := fmt.Sprintf(`id: \"%s\"`, uuid)
 	chains := map[string]bool{}
