@@ -1,11 +1,14 @@
 package kubeletsvc
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // eventBus fans container lifecycle events out to GetContainerEvents
@@ -14,10 +17,23 @@ import (
 type eventBus struct {
 	mu   sync.Mutex
 	subs map[chan *runtimeapi.ContainerEventResponse]struct{}
+	// last is the last event type published per container, so that the
+	// watcher reports only what the lifecycle calls did not.
+	last map[string]runtimeapi.ContainerEventType
 }
 
 func newEventBus() *eventBus {
-	return &eventBus{subs: map[chan *runtimeapi.ContainerEventResponse]struct{}{}}
+	return &eventBus{
+		subs: map[chan *runtimeapi.ContainerEventResponse]struct{}{},
+		last: map[string]runtimeapi.ContainerEventType{},
+	}
+}
+
+// subscribers returns how many streams listen.
+func (b *eventBus) subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
 }
 
 func (b *eventBus) subscribe() chan *runtimeapi.ContainerEventResponse {
@@ -37,6 +53,11 @@ func (b *eventBus) unsubscribe(ch chan *runtimeapi.ContainerEventResponse) {
 func (b *eventBus) publish(ev *runtimeapi.ContainerEventResponse) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+		delete(b.last, ev.ContainerId)
+	} else {
+		b.last[ev.ContainerId] = ev.ContainerEventType
+	}
 	for ch := range b.subs {
 		select {
 		case ch <- ev:
@@ -71,4 +92,70 @@ func (c *criService) emit(ct *container, t runtimeapi.ContainerEventType) {
 		PodSandboxStatus:   sandboxStatus(ct.sb),
 		ContainersStatuses: []*runtimeapi.ContainerStatus{c.containerStatus(ct)},
 	})
+}
+
+// eventPollInterval is how often the watcher looks for containers that
+// changed state on their own (an app exiting) while someone listens.
+const eventPollInterval = time.Second
+
+// watchEvents publishes the state changes no lifecycle call reported (an
+// app that exits, a supervisor that dies) while GetContainerEvents streams
+// are open. It returns when ctx ends.
+func (c *criService) watchEvents(ctx context.Context) {
+	t := time.NewTicker(eventPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.events.subscribers() == 0 {
+			continue
+		}
+		sbs, err := c.listSandboxes(ctx)
+		if err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, s := range sbs {
+			ctrs, err := s.containers()
+			if err != nil {
+				continue
+			}
+			for _, ct := range ctrs {
+				seen[ct.id] = true
+				want := eventFor(ct)
+				c.events.mu.Lock()
+				last, known := c.events.last[ct.id]
+				c.events.mu.Unlock()
+				if !known || last != want {
+					c.emit(ct, want)
+				}
+			}
+		}
+		c.events.mu.Lock()
+		var gone []string
+		for id := range c.events.last {
+			if !seen[id] {
+				gone = append(gone, id)
+			}
+		}
+		c.events.mu.Unlock()
+		for _, id := range gone {
+			c.events.publish(&runtimeapi.ContainerEventResponse{ContainerId: id,
+				ContainerEventType: runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, CreatedAt: time.Now().UnixNano()})
+		}
+	}
+}
+
+// eventFor is the event that brings a container to its current state.
+func eventFor(ct *container) runtimeapi.ContainerEventType {
+	switch ct.app.State {
+	case schema.AppRunning:
+		return runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
+	case schema.AppExited:
+		return runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
+	}
+	return runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT
 }

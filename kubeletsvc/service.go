@@ -70,9 +70,11 @@ func newCRIService(cfg Config) (*criService, error) {
 	}, nil
 }
 
-// startBackground rebuilds the name reservations from the pod directories.
+// startBackground rebuilds the name reservations from the pod directories
+// and starts the event watcher (until ctx ends).
 func (c *criService) startBackground(ctx context.Context) {
 	if err := c.recover(ctx); err != nil {
 		c.log.Error("cannot recover the CRI state from the pod directories", "error", err)
 	}
+	go c.watchEvents(ctx)
 }
