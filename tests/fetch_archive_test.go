@@ -29,6 +29,10 @@ func TestFetchArchives(t *testing.T) {
 	testutil.WriteOCILayout(t, layoutDir, img, "v2")
 	single := filepath.Join(dir, "single")
 	testutil.WriteOCILayout(t, single, img, "")
+	multiArchive := filepath.Join(dir, "multi.oci.tar")
+	if err := testutil.TarDir(layoutDir, multiArchive); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name, ref string
@@ -39,6 +43,7 @@ func TestFetchArchives(t *testing.T) {
 		{"docker-archive-compressed", "docker-archive:" + crane, "example.com/team/app:1.3"},
 		{"oci-layout-tag", "oci:" + layoutDir + ":v2", ""},
 		{"oci-layout-single", "oci:" + single, ""},
+		{"oci-archive-tag", "oci-archive:" + multiArchive + ":v2", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := testutil.NewEnv(t)
@@ -65,7 +70,9 @@ func TestFetchArchives(t *testing.T) {
 		env.RunFail("fetch", "--no-progress", "oci-archive:"+filepath.Join(dir, "nope.tar"))
 		env.RunFail("fetch", "--no-progress", "docker-archive:"+oci) // wrong format
 		env.RunFail("fetch", "--no-progress", "oci:"+layoutDir+":missing-tag")
-		env.RunFail("fetch", "--no-progress", "oci:"+layoutDir) // two images, no tag: ambiguous
+		env.RunFail("fetch", "--no-progress", "oci:"+layoutDir)                  // two images, no tag: ambiguous
+		env.RunFail("fetch", "--no-progress", "oci-archive:"+multiArchive)       // likewise
+		env.RunFail("fetch", "--no-progress", "oci-archive:"+multiArchive+":v9") // no such tag
 		if n := len(env.ListImages()); n != 0 {
 			t.Errorf("failed imports left %d images", n)
 		}

@@ -23,6 +23,7 @@ type Leak struct {
 	pid  int
 }
 
+// String describes the leak.
 func (l Leak) String() string { return l.Kind + ": " + l.What }
 
 // CheckLeaks runs `rkt gc` and `rkt gc --grace-period=0s` on the
