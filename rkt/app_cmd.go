@@ -27,6 +27,7 @@ func init() {
 
 func appSandboxCmd() *cobra.Command {
 	var f podFlags
+	var limits appFlags // --cpu and --memory of the pod as a whole
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Start an empty pod; add apps with `rkt app add`",
@@ -34,6 +35,9 @@ func appSandboxCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, _, err := f.podOptions()
 			if err != nil {
+				return &exitError{code: 254, err: err}
+			}
+			if o.Resources, err = limits.resources(); err != nil {
 				return &exitError{code: 254, err: err}
 			}
 			rt, err := newRuntimeNoStore(f.rt)
@@ -60,6 +64,8 @@ func appSandboxCmd() *cobra.Command {
 		fs.MarkHidden(n)
 	}
 	cmd.Flags().AddFlagSet(fs)
+	cmd.Flags().StringVar(&limits.cpu, "cpu", "", "CPU limit of the whole pod, in cores (0.5) or millicores (500m)")
+	cmd.Flags().StringVar(&limits.memory, "memory", "", "memory limit of the whole pod, e.g. 256M")
 	return cmd
 }
 

@@ -23,7 +23,8 @@ type PodOptions struct {
 	CgroupParent string               // empty: Config.CgroupParent
 	Volumes      []schema.Volume      // pod volumes that apps mount with Mount.Volume
 	Annotations  map[string]string    // free-form metadata (CRI metadata lives here)
-	// Resources are limits for the pod cgroup as a whole (optional).
+	// Resources are limits of the pod cgroup as a whole (optional; with
+	// the systemd driver the cgroup parent carries them).
 	Resources *specs.LinuxResources
 }
 

@@ -98,6 +98,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		HostIPC:      opts.HostIPC,
 		Sysctls:      opts.Sysctls,
 		CgroupParent: cgParent,
+		Resources:    opts.Resources,
 		Annotations:  copyMap(opts.Annotations),
 		CreatedAt:    time.Now().UTC(),
 	}

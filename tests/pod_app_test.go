@@ -11,7 +11,7 @@ import (
 // exec (with and without a tty), stop, rm.
 func TestPodAppCommands(t *testing.T) {
 	pe := newPodEnv(t)
-	r := pe.RunOK(append(append([]string{"app", "sandbox"}, pe.netArgs()...), "--hostname=sbx", "--annotation=k=v")...)
+	r := pe.RunOK(append(append([]string{"app", "sandbox"}, pe.netArgs()...), "--hostname=sbx", "--annotation=k=v", "--memory=96M")...)
 	uuid := strings.TrimSpace(r.Stdout)
 	pe.TrackPod(uuid)
 	p := pe.waitState(uuid, "running", 10*time.Second)
@@ -37,6 +37,21 @@ func TestPodAppCommands(t *testing.T) {
 	r = pe.RunOK("app", "exec", uuid, "--app=web", "--", "/bin/sh", "-c", "echo $GREETING $(hostname); tty || true")
 	if !strings.Contains(r.Stdout, "hi sbx") || !strings.Contains(r.Stdout, "not a tty") {
 		t.Errorf("app exec without tty: %s", r)
+	}
+	// the pod's memory limit is on the pod cgroup, the parent of the app's
+	r = pe.RunOK("app", "exec", uuid, "--app=web", "--", "/bin/sh", "-c", "cat /proc/self/cgroup")
+	checked := false
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "memory" {
+			limit := readFile(t, "/sys/fs/cgroup/memory"+strings.TrimSuffix(f[2], "/web")+"/memory.limit_in_bytes")
+			if limit != "100663296" {
+				t.Errorf("pod memory limit %s, want 96M", limit)
+			}
+			checked = true
+		}
+	}
+	if !checked {
+		t.Errorf("no memory cgroup in %q", r.Stdout)
 	}
 	r = pe.RunOK("app", "exec", "--tty=true", uuid, "--app=web", "--", "/bin/sh", "-c", "tty")
 	if !strings.Contains(r.Stdout, "/dev/pts/") {

@@ -3,7 +3,11 @@
 // the OCI runtime-spec types so that the stage1 binary stays lean.
 package schema
 
-import "time"
+import (
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
 
 // Version is written into every manifest this code produces.
 const Version = "rkt/v1"
@@ -46,8 +50,11 @@ type PodManifest struct {
 	HostIPC      bool              `json:"hostIPC,omitempty"`
 	Sysctls      map[string]string `json:"sysctls,omitempty"` // namespaced sysctls applied to the pod
 	CgroupParent string            `json:"cgroupParent,omitempty"`
-	Annotations  map[string]string `json:"annotations,omitempty"`
-	CreatedAt    time.Time         `json:"createdAt"`
+	// Resources are limits of the pod cgroup (<parent>/<uuid>) as a
+	// whole, set by stage0 before stage1 starts (cgroupfs driver).
+	Resources   *specs.LinuxResources `json:"resources,omitempty"`
+	Annotations map[string]string     `json:"annotations,omitempty"`
+	CreatedAt   time.Time             `json:"createdAt"`
 }
 
 // App is one application of a pod: rkt-level metadata. How it runs is in the

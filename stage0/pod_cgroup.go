@@ -1,0 +1,53 @@
+package stage0
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/cgroups/manager"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// systemdRunning reports whether systemd is PID 1 (sd_booted): stage1
+// then puts apps in systemd scopes.
+func systemdRunning() bool {
+	fi, err := os.Lstat("/run/systemd/system")
+	return err == nil && fi.IsDir()
+}
+
+// applyPodResources creates the pod cgroup <parent>/<uuid> with the pod's
+// limits, so that they bound all its apps together. With systemd the
+// cgroup parent (a slice, e.g. the kubelet's pod slice) carries the pod's
+// limits and nothing is done here. stage1 gc removes the cgroup.
+func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
+	if pm.Resources == nil {
+		return nil
+	}
+	if systemdRunning() {
+		r.cfg.Logf("pod %s: systemd cgroups: pod limits are left to the cgroup parent %s", pm.UUID, pm.CgroupParent)
+		return nil
+	}
+	res := *pm.Resources
+	res.Devices = nil
+	spec := &specs.Spec{Linux: &specs.Linux{CgroupsPath: filepath.Join("/", pm.CgroupParent, pm.UUID), Resources: &res}}
+	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{CgroupName: pm.UUID, Spec: spec}, nil)
+	if err != nil {
+		return fmt.Errorf("invalid resources of pod %s: %w", pm.UUID, err)
+	}
+	cg.Resources.SkipDevices = true
+	mgr, err := manager.New(cg)
+	if err != nil {
+		return fmt.Errorf("cannot create the cgroup of pod %s: %w", pm.UUID, err)
+	}
+	if err := mgr.Apply(-1); err != nil {
+		return fmt.Errorf("cannot create the cgroup of pod %s: %w", pm.UUID, err)
+	}
+	if err := mgr.Set(cg.Resources); err != nil {
+		return fmt.Errorf("cannot set the limits of pod %s: %w", pm.UUID, err)
+	}
+	return nil
+}
