@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,8 +16,7 @@ import (
 
 // gcPod is `stage1 gc`: clean what a dead supervisor left of its pod.
 func gcPod(podDir string) error {
-	if conn, err := net.DialTimeout("unix", filepath.Join(podDir, schema.Stage1Socket), time.Second); err == nil {
-		conn.Close()
+	if _, err := control.Dial(podDir); err == nil {
 		return fmt.Errorf("the supervisor of pod %q is still running", podDir)
 	}
 	m, err := readManifest(podDir)

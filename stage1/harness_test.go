@@ -146,10 +146,15 @@ type testPod struct {
 
 func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
 	t.Helper()
+	return newPodIn(t, "", edit)
+}
+
+// newPodIn makes the pod directory under parent (default: the temp dir).
+func newPodIn(t testing.TB, parent string, edit func(*schema.PodManifest)) *testPod {
+	t.Helper()
 	needRoot(t)
 	binary(t)
-	// Short paths: the socket path must fit in sun_path.
-	dir, err := os.MkdirTemp("", "pod")
+	dir, err := os.MkdirTemp(parent, "pod")
 	if err != nil {
 		t.Fatal(err)
 	}

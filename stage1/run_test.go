@@ -127,3 +127,23 @@ func TestSeccompAndReadonlyRootfs(t *testing.T) {
 		t.Errorf("log: %q", got)
 	}
 }
+
+func TestLongPodDir(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), strings.Repeat("x", 50), strings.Repeat("y", 50))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newPodIn(t, parent, nil)
+	p.addApp("a", schema.App{}, []string{"sleep", "1000"}, nil)
+	p.mustStart(modeSandbox)
+	if err := p.client.StartApp(ctx(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := p.exec("a", "echo", "ok"); code != 0 || out != "ok\n" {
+		t.Errorf("exec: %q %d", out, code)
+	}
+	if err := p.client.Shutdown(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(10 * time.Second)
+}

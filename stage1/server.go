@@ -43,7 +43,12 @@ func errInvalid(format string, args ...any) error {
 func (sv *supervisor) listen() error {
 	p := filepath.Join(sv.podDir, schema.Stage1Socket)
 	os.Remove(p)
-	l, err := net.Listen("unix", p)
+	addr, release, err := control.ShortSocketPath(p)
+	if err != nil {
+		return err
+	}
+	defer release()
+	l, err := net.Listen("unix", addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %q: %w", p, err)
 	}

@@ -41,8 +41,16 @@ func Dial(podDir string) (*Client, error) {
 func (c *Client) PodDir() string { return c.podDir }
 
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	addr, release, err := ShortSocketPath(c.sock)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("cannot connect to %q: %w (%v)", c.sock, ErrNoSupervisor, err)
+		}
+		return nil, err
+	}
+	defer release()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.sock)
+	conn, err := d.DialContext(ctx, "unix", addr)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, fmt.Errorf("cannot connect to %q: %w (%v)", c.sock, ErrNoSupervisor, err)

@@ -253,3 +253,50 @@ func TestClientExecStream(t *testing.T) {
 type delayReader struct{ d time.Duration }
 
 func (r delayReader) Read([]byte) (int, error) { time.Sleep(r.d); return 0, io.EOF }
+
+func TestLongSocketPath(t *testing.T) {
+	base, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	dir := filepath.Join(base, strings.Repeat("d", 60), strings.Repeat("e", 60))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, schema.Stage1Socket)
+	if _, err := net.Listen("unix", sock); err == nil {
+		t.Fatalf("a %d-byte socket path fits: the test proves nothing", len(sock))
+	}
+	addr, release, err := ShortSocketPath(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", addr)
+	release()
+	if err != nil {
+		t.Fatalf("listen on %d-byte path: %v", len(sock), err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if _, err := readLine(conn); err == nil {
+				reply(conn, Response{Status: []schema.AppStatus{{Name: "x"}}})
+			}
+			conn.Close()
+		}
+	}()
+	c, err := Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sts, err := c.Status(ctx); err != nil || len(sts) != 1 {
+		t.Errorf("status over a long socket path: %v %+v", err, sts)
+	}
+}
