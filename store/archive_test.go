@@ -255,3 +255,28 @@ func TestLayoutWithOneImagePerPlatform(t *testing.T) {
 		t.Errorf("got %s, want this platform's image", got.ID)
 	}
 }
+
+func TestMultiImageDockerArchive(t *testing.T) {
+	a := testImage(t, "WHICH=a", []entry{{name: "w", body: "a"}})
+	b := testImage(t, "WHICH=b", []entry{{name: "w", body: "b"}})
+	ta, _ := name.NewTag("example.com/multi/a:1")
+	tb, _ := name.NewTag("example.com/multi/b:1")
+	path := filepath.Join(t.TempDir(), "two.tar")
+	if err := tarball.MultiWriteToFile(path, map[name.Tag]v1.Image{ta: a, tb: b}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := newStore(t).Fetch(ctx, "docker-archive:"+path, FetchOptions{}); err == nil {
+		t.Error("ambiguous multi-image archive accepted")
+	}
+	got, err := newStore(t).Fetch(ctx, "docker-archive:"+path+":example.com/multi/b:1", FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != mustDigest(t, b.ConfigName) || len(got.Names) != 1 || got.Names[0] != "example.com/multi/b:1" {
+		t.Errorf("got %s %v, want image b", got.ID, got.Names)
+	}
+	if _, err := newStore(t).Fetch(ctx, "docker-archive:"+path+":example.com/multi/c:1", FetchOptions{}); err == nil {
+		t.Error("missing image in archive accepted")
+	}
+}

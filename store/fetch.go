@@ -87,7 +87,7 @@ type FetchOptions struct {
 
 // Fetch brings an image into the store and returns it. ref is a registry
 // reference ("busybox", "docker://quay.io/x/y:1", "name@sha256:..."),
-// "oci-archive:PATH[:tag]", "docker-archive:PATH" (docker save) or
+// "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save) or
 // "oci:DIR[:tag]" (OCI image layout). Two processes fetching the same
 // image at once both succeed and the image is stored once.
 func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
