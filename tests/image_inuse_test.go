@@ -21,6 +21,9 @@ func TestImageRmInUseByPod(t *testing.T) {
 	}
 	uuid := strings.TrimSpace(r.Stdout)
 	env.TrackPod(uuid)
+	if info := env.FindImage(id); info == nil || !info.LastUsedAt.After(info.ImportedAt) {
+		t.Errorf("running a pod did not update the image's last use: %+v", info)
+	}
 
 	r = env.RunFail("image", "rm", id)
 	if !strings.Contains(r.Stderr, "in use") {
