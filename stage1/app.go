@@ -68,21 +68,9 @@ func (a *app) saveStatus() {
 // start creates the app's container and runs its process. a.mu must be held.
 func (a *app) start() (retErr error) {
 	t0 := time.Now()
-	spec, err := loadAppSpec(a.sv.podDir, a.name)
-	if err != nil {
-		return err
-	}
-	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
-		return err
-	}
-	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
-	if err != nil {
-		return err
-	}
-	a.spec = spec
 	a.status = schema.AppStatus{Name: a.name, State: schema.AppCreated, CreatedAt: a.manifest.CreatedAt}
 	if a.status.CreatedAt.IsZero() {
-		a.status.CreatedAt = time.Now()
+		a.status.CreatedAt = t0
 	}
 	defer func() {
 		if retErr != nil {
@@ -96,6 +84,18 @@ func (a *app) start() (retErr error) {
 			a.saveStatus()
 		}
 	}()
+	spec, err := loadAppSpec(a.sv.podDir, a.name)
+	if err != nil {
+		return err
+	}
+	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
+		return err
+	}
+	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
+	if err != nil {
+		return err
+	}
+	a.spec = spec
 	a.destroyStale()
 	tSpec := time.Now()
 	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
@@ -147,6 +147,7 @@ func (a *app) start() (retErr error) {
 func (a *app) destroyStale() {
 	if old, err := libcontainer.Load(a.sv.runcRoot(), a.name); err == nil {
 		old.Signal(sigKILL)
+		waitStopped(old, 5*time.Second)
 		if err := old.Destroy(); err != nil {
 			debugf("app %q: destroying stale container: %v", a.name, err)
 		}

@@ -147,3 +147,18 @@ func TestLongPodDir(t *testing.T) {
 	}
 	p.waitExit(10 * time.Second)
 }
+
+func TestStartErrorOnBadSpec(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("broken", schema.App{}, []string{"true"}, nil)
+	if err := os.WriteFile(filepath.Join(p.dir, "apps/broken", schema.AppSpecFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.mustStart(modeSandbox)
+	if err := p.client.StartApp(ctx(t), "broken"); err == nil || !strings.Contains(err.Error(), "cannot parse spec") {
+		t.Fatalf("start with a corrupt spec: %v", err)
+	}
+	if st := p.status("broken"); st.State != schema.AppExited || st.Reason != "StartError" || st.ExitCode != 128 {
+		t.Errorf("status: %+v", st)
+	}
+}
