@@ -39,6 +39,7 @@ type appFlags struct {
 	stdin          bool
 	tty            bool
 	annotations    []string
+	pid            string
 }
 
 // appFlagSet binds the per-app flags to f.
@@ -66,6 +67,7 @@ func appFlagSet(f *appFlags) *pflag.FlagSet {
 	fs.BoolVar(&f.stdin, "stdin", false, "keep the app's stdin open (for attach)")
 	fs.BoolVar(&f.tty, "tty", false, "give the app a terminal")
 	fs.StringArrayVar(&f.annotations, "user-annotation", nil, "annotation KEY=VALUE (repeatable)")
+	fs.StringVar(&f.pid, "pid", "", "PID namespace: pod (default), container (its own), host, or target:APP (another app's)")
 	return fs
 }
 
@@ -119,6 +121,17 @@ func (f *appFlags) appOptions(image string, podEnv []string, volumes map[string]
 	if f.oomSet {
 		v := f.oomScoreAdj
 		o.OOMScoreAdj = &v
+	}
+	switch {
+	case f.pid == "" || f.pid == "pod":
+	case f.pid == "container":
+		o.PIDMode = stage0.NamespaceContainer
+	case f.pid == "host":
+		o.PIDMode = stage0.NamespaceNode
+	case strings.HasPrefix(f.pid, "target:"):
+		o.PIDMode, o.PIDTarget = stage0.NamespaceTarget, strings.TrimPrefix(f.pid, "target:")
+	default:
+		return o, fmt.Errorf("invalid --pid %q: want pod, container, host or target:APP", f.pid)
 	}
 	if err := applySeccompFlag(&o, f.seccomp); err != nil {
 		return o, err

@@ -30,6 +30,10 @@ type podFlags struct {
 	interactive  bool
 	detach       bool
 	annotations  []string
+	sharedPID    bool
+	hostPID      bool
+	hostIPC      bool
+	sysctls      []string
 	help         bool
 }
 
@@ -48,6 +52,10 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs.StringArrayVar(&f.setEnv, "set-env", nil, "environment variable KEY=VALUE for every app (repeatable)")
 	fs.StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch images: never, new, update")
 	fs.StringArrayVar(&f.annotations, "annotation", nil, "pod annotation KEY=VALUE (repeatable)")
+	fs.BoolVar(&f.sharedPID, "shared-pid", false, "the apps share one PID namespace")
+	fs.BoolVar(&f.hostPID, "host-pid", false, "the apps run in the host's PID namespace")
+	fs.BoolVar(&f.hostIPC, "host-ipc", false, "the apps run in the host's IPC namespace")
+	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "namespaced sysctl KEY=VALUE for the pod (repeatable)")
 	if withRun {
 		fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")
 		fs.BoolVar(&f.detach, "detach", false, "start the pod and return; print its UUID")
@@ -59,7 +67,20 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 
 // podOptions converts the pod-level flags.
 func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
-	o := stage0.PodOptions{Net: f.net, Hostname: f.hostname}
+	o := stage0.PodOptions{Net: f.net, Hostname: f.hostname, SharedPID: f.sharedPID, HostPID: f.hostPID, HostIPC: f.hostIPC}
+	if f.sharedPID && f.hostPID {
+		return o, nil, fmt.Errorf("--shared-pid and --host-pid exclude each other")
+	}
+	for _, kv := range f.sysctls {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, nil, fmt.Errorf("invalid --sysctl %q: want KEY=VALUE", kv)
+		}
+		if o.Sysctls == nil {
+			o.Sysctls = map[string]string{}
+		}
+		o.Sysctls[k] = v
+	}
 	for _, p := range f.ports {
 		pm, err := parsePort(p)
 		if err != nil {

@@ -142,3 +142,37 @@ func TestPodImageVolume(t *testing.T) {
 		t.Errorf("image volume: %s", r)
 	}
 }
+
+// TestPodNamespaceFlags: --shared-pid, --host-pid, --sysctl, --pid=target.
+func TestPodNamespaceFlags(t *testing.T) {
+	pe := newPodEnv(t)
+	// b counts the sleeps it sees once its own has ended: a's, only when
+	// the PID namespace is shared
+	for flag, want := range map[string]string{"--shared-pid": "b: 1", "--shared-pid=false": "b: 0"} {
+		r := pe.run(flag, pe.image, "--name=a", "--exec=/bin/sh", "--", "-c", "sleep 2",
+			"---", pe.image, "--name=b", "--exec=/bin/sh", "--", "-c", "sleep 0.5; ps -o comm | grep -c sleep")
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("%s: want %q: %s", flag, want, r)
+		}
+	}
+	r := pe.run("--host-pid", pe.image, "--exec=/bin/sh", "--", "-c", "test -d /proc/1 && ! grep -q '^sh' /proc/1/comm && echo host-pid")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "host-pid") {
+		t.Errorf("--host-pid: %s", r)
+	}
+	r = pe.run("--sysctl=net.ipv4.ip_unprivileged_port_start=80", "--sysctl=kernel.shm_rmid_forced=1", pe.image, "--exec=/bin/sh", "--", "-c",
+		"cat /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/sys/kernel/shm_rmid_forced")
+	if r.Code != 0 || r.Stdout != "80\n1\n" {
+		t.Errorf("--sysctl: %s", r)
+	}
+	sb := strings.TrimSpace(pe.RunOK(append([]string{"app", "sandbox"}, pe.netArgs()...)...).Stdout)
+	pe.TrackPod(sb)
+	pe.RunOK("app", "add", sb, pe.image, "--name=target", "--pid=container", "--exec=/bin/sh", "--", "-c", "trap 'exit 0' TERM; sleep 600 & wait")
+	pe.RunOK("app", "start", sb, "--app=target")
+	pe.RunOK("app", "add", sb, pe.image, "--name=joiner", "--pid=target:target", "--exec=/bin/sleep", "--", "600")
+	pe.RunOK("app", "start", sb, "--app=joiner")
+	r = pe.RunOK("app", "exec", sb, "--app=target", "--", "/bin/sh", "-c", "ps -o comm | grep -c sleep")
+	if strings.TrimSpace(r.Stdout) != "2" {
+		t.Errorf("--pid=target: the target should see the joiner's sleep: %s", r)
+	}
+	pe.RunOK("stop", "--timeout=1s", sb)
+}
