@@ -85,7 +85,8 @@ type FetchOptions struct {
 	Unpack bool
 }
 
-// Fetch brings an image into the store and returns it. ref is a registry
+// Fetch brings an image into the store and returns it. ref is an image ID
+// or unique ID prefix of an image already in the store, a registry
 // reference ("busybox", "docker://quay.io/x/y:1", "name@sha256:..."),
 // "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save) or
 // "oci:DIR[:tag]" (OCI image layout). Two processes fetching the same
@@ -107,6 +108,20 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 		return s.fetchDockerArchive(ctx, strings.TrimPrefix(ref, "docker-archive:"), opts)
 	case strings.HasPrefix(ref, "oci:"):
 		return s.fetchOCILayout(ctx, strings.TrimPrefix(ref, "oci:"), opts)
+	}
+	// An image ID or ID prefix names what is in the store: no registry
+	// holds images by config digest.
+	if strings.HasPrefix(ref, "sha256:") {
+		return s.ResolveImage(ref)
+	}
+	if isHexPrefix(ref) {
+		img, err := s.ResolveImage(ref)
+		if err == nil && img.ID[len("sha256:"):len("sha256:")+len(ref)] == ref {
+			return img, nil
+		}
+		if errors.Is(err, ErrAmbiguousRef) {
+			return nil, err
+		}
 	}
 	r, err := ParseReference(ref)
 	if err != nil {

@@ -80,6 +80,21 @@ func TestFetchFromRegistry(t *testing.T) {
 	if err != nil || len(imgs) != 1 {
 		t.Fatalf("ListImages = %d images, %v", len(imgs), err)
 	}
+	// By ID or ID prefix: from the store, whatever the pull policy.
+	before = reg.requests.Load()
+	for _, r := range []string{got.ID, got.ShortID()} {
+		for _, p := range []PullPolicy{PullNever, PullNew, PullUpdate} {
+			if byID, err := s.Fetch(ctx, r, FetchOptions{PullPolicy: p}); err != nil || byID.ID != got.ID {
+				t.Errorf("Fetch(%s, %s) = %v, %v", r, p, byID, err)
+			}
+		}
+	}
+	if n := reg.requests.Load() - before; n != 0 {
+		t.Errorf("fetch by ID made %d registry requests", n)
+	}
+	if _, err := s.Fetch(ctx, "sha256:"+strings.Repeat("0", 64), FetchOptions{}); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("fetch of an unknown ID: %v", err)
+	}
 }
 
 func TestPullPolicies(t *testing.T) {
