@@ -136,6 +136,12 @@ func (x *extractor) resolveDir(dir string) (string, error) {
 }
 
 func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
+	switch h.Typeflag {
+	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink, //nolint:staticcheck // old tars use TypeRegA
+		tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+	default:
+		return nil // pax global headers and vendor types carry no file
+	}
 	name, err := cleanName(h.Name)
 	if err != nil {
 		return err
@@ -184,8 +190,6 @@ func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
 		if err := unix.Mknod(target, mode|0o600, int(unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor)))); err != nil {
 			return err
 		}
-	default:
-		return nil // pax global headers, sparse and vendor types carry no file
 	}
 	x.created[target] = true
 	return x.setAttrs(target, h)

@@ -332,3 +332,19 @@ func TestDecompressFormats(t *testing.T) {
 		})
 	}
 }
+
+func TestIgnoredEntryTypes(t *testing.T) {
+	dest, _ := sandbox(t)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := "keep me"
+	tw.WriteHeader(&tar.Header{Name: "keep", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body))})
+	tw.Write([]byte(body))
+	// A pax global header named like an existing file must not touch it.
+	tw.WriteHeader(&tar.Header{Name: "keep", Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "x"}, Format: tar.FormatPAX})
+	tw.Close()
+	if err := Extract(bytes.NewReader(buf.Bytes()), dest, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, filepath.Join(dest, "keep"), body)
+}
