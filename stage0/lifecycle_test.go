@@ -188,3 +188,24 @@ func TestConcurrentPrepares(t *testing.T) {
 		}
 	}
 }
+
+// TestAddAppRemovesDebris: an app directory that is not in the manifest
+// (an interrupted add) does not block adding the app again.
+func TestAddAppRemovesDebris(t *testing.T) {
+	rt := newTestRuntime(t)
+	p, l, _, err := rt.createPod(PodOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.MkdirAll(filepath.Join(p.appDir("web"), "upper", "junk"), 0o755)
+	if _, name, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); err != nil || name != "web" {
+		t.Fatalf("add over debris: %q %v", name, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.appDir("web"), "upper", "junk")); err == nil {
+		t.Error("debris kept")
+	}
+	if _, _, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); !errors.Is(err, ErrAppExists) {
+		t.Errorf("second add: %v, want ErrAppExists", err)
+	}
+}

@@ -188,6 +188,12 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 	}
 	opts.Name = name
 	dir := p.appDir(name)
+	if _, err := os.Lstat(dir); err == nil {
+		// not in the manifest: debris of an AddApp that was interrupted
+		if err := removePodDir(dir); err != nil {
+			return nil, "", fmt.Errorf("cannot clean up an interrupted add of app %q: %w", name, err)
+		}
+	}
 	if err := os.Mkdir(dir, 0o711); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)

@@ -26,6 +26,10 @@ const (
 	modeSandbox stage1Mode = "sandbox"
 )
 
+// stage1ReadyTimeout bounds the wait for a starting stage1 when the caller
+// gave no deadline.
+const stage1ReadyTimeout = 2 * time.Minute
+
 // orphanWait bounds the wait for the host's init to reap the apps of a
 // killed supervisor.
 const orphanWait = 5 * time.Second
@@ -70,6 +74,11 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 
 	ready := make(chan error, 1)
 	go func() { ready <- control.WaitReady(pr) }()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, stage1ReadyTimeout)
+		defer cancel()
+	}
 	select {
 	case err := <-ready:
 		if err != nil {
