@@ -75,6 +75,8 @@ func (c *criService) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream g
 		select {
 		case <-stream.Context().Done():
 			return nil
+		case <-c.stopping:
+			return nil // the service shuts down: end the stream so GracefulStop need not wait
 		case ev := <-ch:
 			if err := stream.Send(ev); err != nil {
 				return err

@@ -32,6 +32,7 @@ type criService struct {
 	containerNames *registrar.Registrar // name_sandbox_attempt -> container ID
 	events         *eventBus
 	stats          *cpuSampler
+	stopping       <-chan struct{} // closed when the service shuts down
 
 	mu        sync.Mutex
 	resources map[string]*runtimeapi.LinuxContainerResources // container ID -> last update
@@ -66,6 +67,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		containerNames: registrar.New(),
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
+		stopping:       make(chan struct{}),
 		resources:      map[string]*runtimeapi.LinuxContainerResources{},
 	}, nil
 }
@@ -76,5 +78,6 @@ func (c *criService) startBackground(ctx context.Context) {
 	if err := c.recover(ctx); err != nil {
 		c.log.Error("cannot recover the CRI state from the pod directories", "error", err)
 	}
+	c.stopping = ctx.Done()
 	go c.watchEvents(ctx)
 }
