@@ -54,6 +54,11 @@ func Open(dataDir string) (*Store, error) {
 		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open store in %q: {{err}}", dataDir), err)
 	}
 	s := &Store{dir: filepath.Join(abs, casDir), dbTimeout: DefaultDBTimeout}
+	// The data directory is shared with the pods; the store itself is
+	// root's only (overlay lowerdirs are opened with the mounter's rights).
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, errwrap.Wrapf(fmt.Sprintf("cannot create data directory %q: {{err}}", abs), err)
+	}
 	for _, d := range []string{blobsDir, dbDir, treeDir, tmpDir} {
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
 			return nil, errwrap.Wrapf(fmt.Sprintf("cannot create store directory %q: {{err}}", d), err)
