@@ -127,7 +127,8 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if err != nil {
 		return nil, err
 	}
-	if opts.PullPolicy != PullUpdate {
+	// A digest names immutable content: "update" has nothing to check.
+	if opts.PullPolicy != PullUpdate || r.Digest != "" {
 		img, err := s.ResolveImage(r.String())
 		if err == nil && (opts.PullPolicy == PullNever || s.complete(img)) {
 			return img, nil

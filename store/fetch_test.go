@@ -92,6 +92,13 @@ func TestFetchFromRegistry(t *testing.T) {
 	if n := reg.requests.Load() - before; n != 0 {
 		t.Errorf("fetch by ID made %d registry requests", n)
 	}
+	// By repo digest: immutable, so even "update" needs no registry.
+	if byDigest, err := s.Fetch(ctx, got.RepoDigests[0], FetchOptions{PullPolicy: PullUpdate}); err != nil || byDigest.ID != got.ID {
+		t.Errorf("Fetch(%s, update) = %v, %v", got.RepoDigests[0], byDigest, err)
+	}
+	if n := reg.requests.Load() - before; n != 0 {
+		t.Errorf("fetch by repo digest made %d registry requests", n)
+	}
 	if _, err := s.Fetch(ctx, "sha256:"+strings.Repeat("0", 64), FetchOptions{}); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("fetch of an unknown ID: %v", err)
 	}
