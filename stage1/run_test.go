@@ -45,6 +45,8 @@ func TestRunModeExitCodeAndLogs(t *testing.T) {
 		s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1 << 40, Soft: 1 << 40}}
 	})
 	p.addApp("ok", schema.App{LogPath: "custom/ok.log"}, []string{"true"}, nil)
+	// Starts after "ok" has probably exited: the pod must still run it.
+	p.addApp("late", schema.App{}, []string{"sh", "-c", "sleep 0.5; echo late"}, nil)
 	p.mustStart(modeRun)
 	p.waitExit(20 * time.Second)
 	st := p.status("hello")
@@ -56,6 +58,9 @@ func TestRunModeExitCodeAndLogs(t *testing.T) {
 	}
 	if st := p.status("ok"); st.ExitCode != 0 || st.Reason != "Completed" {
 		t.Errorf("ok status: %+v", st)
+	}
+	if st := p.status("late"); st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("late status: %+v", st)
 	}
 	got := logEntries(t, filepath.Join(p.dir, "apps/hello/log"))
 	// stdout and stderr are separate pipes: only the per-stream order is fixed.

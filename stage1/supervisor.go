@@ -41,6 +41,7 @@ type supervisor struct {
 	mu       sync.Mutex
 	apps     map[string]*app
 	stopping bool
+	allUp    bool          // mode run: every app of the manifest was started
 	done     chan struct{} // closed when the supervisor must exit
 	doneOnce sync.Once
 
@@ -87,6 +88,12 @@ func runSupervisor(podDir, mode string) error {
 			sv.cleanup()
 			return reportReady(ready, err)
 		}
+		// Apps that exited while later ones were starting did not end
+		// the pod; check now.
+		sv.mu.Lock()
+		sv.allUp = true
+		sv.mu.Unlock()
+		sv.appExited()
 	}
 	reportReady(ready, nil)
 	go sv.serve()
@@ -183,9 +190,9 @@ func (sv *supervisor) appExited() {
 		return
 	}
 	sv.mu.Lock()
-	stopping := sv.stopping
+	wait := sv.stopping || !sv.allUp
 	sv.mu.Unlock()
-	if stopping {
+	if wait {
 		return
 	}
 	for _, a := range sv.snapshot() {
