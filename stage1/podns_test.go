@@ -103,3 +103,19 @@ func TestPodNetns(t *testing.T) {
 		t.Error("the net sysctl changed the host")
 	}
 }
+
+func TestSIGTERMStopsThePod(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("graceful", schema.App{}, []string{"sh", "-c", "trap 'echo term; exit 0' TERM; while true; do sleep 0.05; done"}, nil)
+	p.mustStart(modeRun)
+	if err := p.cmd.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(15 * time.Second)
+	if st := p.status("graceful"); st.State != schema.AppExited || st.ExitCode != 0 {
+		t.Errorf("status: %+v", st)
+	}
+	if cgroupExists(podCgroupPath(&p.manifest)) {
+		t.Error("pod cgroup left after SIGTERM")
+	}
+}

@@ -78,6 +78,13 @@ func runSupervisor(podDir, mode string) error {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
 	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: newSpawner()}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go func() {
+		s := <-sigs
+		logf("received %v: stopping the pod", s)
+		sv.shutdown(sigtermGrace)
+	}()
 	if err := sv.setup(); err != nil {
 		sv.cleanup()
 		return reportReady(ready, err)
@@ -97,13 +104,6 @@ func runSupervisor(podDir, mode string) error {
 	}
 	reportReady(ready, nil)
 	go sv.serve()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	go func() {
-		s := <-sigs
-		logf("received %v: stopping the pod", s)
-		sv.shutdown(sigtermGrace)
-	}()
 	<-sv.done
 	sv.cleanup()
 	return nil
