@@ -1,0 +1,170 @@
+package kubeletsvc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+)
+
+func TestSeccompProfile(t *testing.T) {
+	tests := []struct {
+		sc      *runtimeapi.LinuxContainerSecurityContext
+		want    string
+		wantErr bool
+	}{
+		{&runtimeapi.LinuxContainerSecurityContext{}, stage0.SeccompUnconfined, false},
+		{&runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}, stage0.SeccompDefault, false},
+		{&runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}}, stage0.SeccompUnconfined, false},
+		{&runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/p.json"}}, "localhost//p.json", false},
+		{&runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost}}, "", true},
+		{&runtimeapi.LinuxContainerSecurityContext{SeccompProfilePath: "runtime/default"}, stage0.SeccompDefault, false},
+		{&runtimeapi.LinuxContainerSecurityContext{SeccompProfilePath: "docker/default"}, stage0.SeccompDefault, false},
+		{&runtimeapi.LinuxContainerSecurityContext{SeccompProfilePath: "localhost/x.json"}, "localhost/x.json", false},
+		{&runtimeapi.LinuxContainerSecurityContext{SeccompProfilePath: "bogus"}, "", true},
+	}
+	for i, tc := range tests {
+		got, err := seccompProfile(tc.sc)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%d: seccompProfile = %q, %v; want %q (err %v)", i, got, err, tc.want, tc.wantErr)
+		}
+		if err != nil && !errors.Is(err, errInvalidArgument) {
+			t.Errorf("%d: error %v is not InvalidArgument", i, err)
+		}
+	}
+}
+
+func TestCapNames(t *testing.T) {
+	got := capNames([]string{"net_admin", "CAP_SYS_TIME", "all", " chown "})
+	want := []string{"CAP_NET_ADMIN", "CAP_SYS_TIME", "ALL", "CAP_CHOWN"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("capNames = %v, want %v", got, want)
+	}
+}
+
+func TestAppMount(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "made", "by", "us")
+	tests := []struct {
+		name    string
+		m       *runtimeapi.Mount
+		want    stage0.Mount
+		wantErr bool
+	}{
+		{"private rw", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir},
+			stage0.Mount{Source: dir, Destination: "/data", Propagation: "private"}, false},
+		{"rslave ro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, Propagation: "rslave"}, false},
+		{"rshared", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
+			stage0.Mount{Source: dir, Destination: "/data", Propagation: "rshared"}, false},
+		{"rro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, RecursiveReadOnly: true},
+			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: "private"}, false},
+		{"rro without ro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, RecursiveReadOnly: true}, stage0.Mount{}, true},
+		{"rro with rslave", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, RecursiveReadOnly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, stage0.Mount{}, true},
+		{"relative destination", &runtimeapi.Mount{ContainerPath: "data", HostPath: dir}, stage0.Mount{}, true},
+		{"missing host path is created", &runtimeapi.Mount{ContainerPath: "/m", HostPath: missing},
+			stage0.Mount{Source: missing, Destination: "/m", Propagation: "private"}, false},
+	}
+	for _, tc := range tests {
+		got, err := appMount(tc.m)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, wantErr %v", tc.name, err, tc.wantErr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: appMount = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if fi, err := os.Stat(missing); err != nil || !fi.IsDir() {
+		t.Errorf("missing host path was not created: %v", err)
+	}
+}
+
+func TestResourcesRoundTrip(t *testing.T) {
+	in := &runtimeapi.LinuxContainerResources{
+		CpuPeriod: 100000, CpuQuota: 20000, CpuShares: 512, CpusetCpus: "0", MemoryLimitInBytes: 64 << 20,
+		MemorySwapLimitInBytes: 128 << 20, OomScoreAdj: 100,
+		HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 4 << 20}},
+		Unified:        map[string]string{"memory.high": "1000000"},
+	}
+	oom := 100
+	out := criResources(linuxResources(in), &oom)
+	if !proto.Equal(in, out) {
+		t.Fatalf("round trip:\n in %v\nout %v", in, out)
+	}
+	if linuxResources(nil) != nil {
+		t.Fatal("linuxResources(nil) != nil")
+	}
+	if r := linuxResources(&runtimeapi.LinuxContainerResources{}); r.CPU != nil || r.Memory != nil {
+		t.Fatalf("zero resources set limits: %+v", r)
+	}
+}
+
+func TestContainerLogPath(t *testing.T) {
+	tests := []struct {
+		dir, path, want string
+	}{
+		{"/var/log/pods/p", "c/0.log", "/var/log/pods/p/c/0.log"},
+		{"", "c/0.log", ""},
+		{"/var/log/pods/p", "", ""},
+		{"", "/abs/c.log", "/abs/c.log"},
+	}
+	for _, tc := range tests {
+		got := containerLogPath(&runtimeapi.PodSandboxConfig{LogDirectory: tc.dir}, &runtimeapi.ContainerConfig{LogPath: tc.path})
+		if got != tc.want {
+			t.Errorf("containerLogPath(%q, %q) = %q, want %q", tc.dir, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestPullAuth(t *testing.T) {
+	a, err := pullAuth(&runtimeapi.AuthConfig{Auth: "dXNlcjpwYXNz"}) // user:pass
+	if err != nil || a.Username != "user" || a.Password != "pass" {
+		t.Fatalf("pullAuth(auth) = %+v, %v", a, err)
+	}
+	if a, err := pullAuth(&runtimeapi.AuthConfig{}); a != nil || err != nil {
+		t.Fatalf("empty auth = %+v, %v", a, err)
+	}
+	if _, err := pullAuth(&runtimeapi.AuthConfig{Auth: "!!"}); !errors.Is(err, errInvalidArgument) {
+		t.Fatalf("bad auth: %v", err)
+	}
+	if a, _ := pullAuth(&runtimeapi.AuthConfig{RegistryToken: "tok"}); a == nil || a.RegistryToken != "tok" {
+		t.Fatalf("token auth = %+v", a)
+	}
+}
+
+func TestImageUser(t *testing.T) {
+	tests := []struct {
+		user   string
+		uid    int64
+		hasUID bool
+		name   string
+	}{
+		{"", 0, false, ""},
+		{"1002", 1002, true, ""},
+		{"www-data", 0, false, "www-data"},
+		{"1003:1004", 1003, true, ""},
+		{"www-data:1004", 0, false, "www-data"},
+	}
+	for _, tc := range tests {
+		uid, name := imageUser(tc.user)
+		if (uid != nil) != tc.hasUID || (uid != nil && *uid != tc.uid) || name != tc.name {
+			t.Errorf("imageUser(%q) = %v, %q", tc.user, uid, name)
+		}
+	}
+}
+
+func TestMatchLabels(t *testing.T) {
+	l := map[string]string{"a": "1", "b": "2"}
+	if !matchLabels(l, nil) || !matchLabels(l, map[string]string{"a": "1"}) ||
+		matchLabels(l, map[string]string{"a": "2"}) || matchLabels(l, map[string]string{"c": "1"}) {
+		t.Fatal("matchLabels is wrong")
+	}
+}
