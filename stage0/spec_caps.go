@@ -32,17 +32,43 @@ var allCaps = []string{
 	"CAP_CHECKPOINT_RESTORE",
 }
 
-// knownCaps returns the capabilities the running kernel supports.
+// knownCaps returns the capabilities an app may be given: those the
+// kernel supports that are in the bounding set of this process (stage1
+// inherits it and cannot grant more; root here may lack some, e.g.
+// CAP_SYS_RESOURCE).
 func knownCaps() []string {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	caps := allCaps
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if last, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && last >= 0 && last+1 <= len(allCaps) {
+			caps = allCaps[:last+1]
+		}
+	}
+	bnd, ok := boundingSet()
+	if !ok {
+		return caps
+	}
+	var out []string
+	for i, c := range caps {
+		if bnd&(1<<uint(i)) != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// boundingSet reads CapBnd of this process.
+func boundingSet() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return allCaps
+		return 0, false
 	}
-	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || last+1 > len(allCaps) || last < 0 {
-		return allCaps
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n, err == nil
+		}
 	}
-	return allCaps[:last+1]
+	return 0, false
 }
 
 // normalizeCap turns "net_admin", "NET_ADMIN" or "CAP_NET_ADMIN" into

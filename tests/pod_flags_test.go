@@ -39,6 +39,13 @@ func TestPodAppFlags(t *testing.T) {
 		{"volume", []string{"--volume=data,kind=host,source=" + hostDir, "--volume=scratch,kind=empty"}, []string{"--mount=volume=data,target=/data", "--mount=volume=scratch,target=/scratch"}, "from-host|scratch-ok", 0},
 		{"hostname-dns", []string{"--hostname=myhost", "--dns=10.0.0.53", "--dns-search=example.org"}, nil, "myhost|nameserver 10.0.0.53|search example.org", 0},
 		{"name", nil, []string{"--name=custom"}, "custom", 0},
+		{"pod-env", []string{"--set-env=P=pod"}, []string{"--set-env=A=app"}, "pod app", 0},
+		{"supplementary-gids", nil, []string{"--user=1000", "--supplementary-gids=4000,4001"}, "groups=4000,4001", 0},
+		{"caps-add", nil, []string{"--caps-add=CAP_SYS_ADMIN"}, "CapEff:\t00000000a82425fb", 0},
+		{"privileged", nil, []string{"--privileged"}, "Seccomp:\t0", 0},
+		{"no-new-privileges", nil, []string{"--no-new-privileges"}, "NoNewPrivs:\t1", 0},
+		{"oom-score-adj", nil, []string{"--oom-score-adj=500"}, "500", 0},
+		{"cpu-shares", nil, []string{"--cpu-shares=512"}, "512", 0},
 	}
 	scripts := map[string]string{
 		"env":                `echo "$A $B"`,
@@ -56,6 +63,13 @@ func TestPodAppFlags(t *testing.T) {
 		"volume":             `cat /data/f; echo; touch /scratch/x && echo scratch-ok`,
 		"hostname-dns":       `hostname; cat /etc/resolv.conf; cat /etc/hostname`,
 		"name":               `cat /proc/self/cgroup | grep -o custom | head -1`,
+		"pod-env":            `echo "$P $A"`,
+		"supplementary-gids": `id`,
+		"caps-add":           `grep CapEff /proc/self/status`,
+		"privileged":         `grep Seccomp: /proc/self/status`,
+		"no-new-privileges":  `grep NoNewPrivs /proc/self/status`,
+		"oom-score-adj":      `cat /proc/self/oom_score_adj`,
+		"cpu-shares":         `cat /sys/fs/cgroup/cpu/cpu.shares`,
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

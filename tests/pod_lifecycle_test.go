@@ -96,3 +96,28 @@ func TestPodRemove(t *testing.T) {
 		t.Errorf("status after rm: %s", r)
 	}
 }
+
+// TestPodWaitAndFollow: status --wait returns when the pod exits; logs -f
+// streams until then.
+func TestPodWaitAndFollow(t *testing.T) {
+	pe := newPodEnv(t)
+	uuid := pe.runDetached(pe.image, "--exec=/bin/sh", "--", "-c", "for i in 1 2 3; do echo line$i; sleep 0.3; done; exit 2")
+	start := time.Now()
+	r := pe.RunOK("logs", "-f", uuid)
+	if r.Stdout != "line1\nline2\nline3\n" {
+		t.Errorf("logs -f: %s", r)
+	}
+	r = pe.RunOK("status", "--wait", uuid)
+	if !strings.Contains(r.Stdout, "state=exited") || !strings.Contains(r.Stdout, "exit-code=2") || time.Since(start) < 600*time.Millisecond {
+		t.Errorf("status --wait after %s: %s", time.Since(start), r)
+	}
+	r = pe.RunOK("list", "--format=json-pretty")
+	if !strings.Contains(r.Stdout, "\n  {\n") || !strings.Contains(r.Stdout, uuid) {
+		t.Errorf("list --format=json-pretty: %s", r)
+	}
+	other := pe.runDetached(pe.image, "--exec=/bin/sleep", "--", "600")
+	if r = pe.Run("status", "--wait=300ms", other); r.Code == 0 {
+		t.Errorf("status --wait=300ms on a running pod: %s", r)
+	}
+	pe.RunOK("stop", "--force", other)
+}
