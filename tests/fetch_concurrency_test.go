@@ -207,3 +207,37 @@ func assertTreesComplete(t *testing.T, env *testutil.Env, files int) {
 		}
 	}
 }
+
+// TestFetchInterrupted sends SIGINT to a slow fetch: rkt stops promptly,
+// fails, and removes its temporary files itself.
+func TestFetchInterrupted(t *testing.T) {
+	env := testutil.NewEnv(t)
+	reg := testutil.StartRegistry(t)
+	img := testutil.BusyboxWith(t, testutil.ImageConfig{}, testutil.RandomLayer(t, 5, "data", 2, 4<<20))
+	ref := reg.Push(t, "interrupted:1", img)
+	reg.SetBlobRate(512 << 10) // ~8 s for the data layer
+
+	cmd := env.Command(context.Background(), "fetch", "--no-progress", ref)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if err == nil {
+		t.Fatalf("interrupted fetch succeeded: %s", out.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("rkt took %s to stop after SIGINT", d)
+	}
+	t.Logf("interrupted: %v: %s", err, strings.TrimSpace(out.String()))
+	if imgs := env.ListImages(); len(imgs) != 0 {
+		t.Errorf("interrupted fetch stored %d images", len(imgs))
+	}
+	if left := dirEntries(t, casDir(env.DataDir, "tmp")); len(left) != 0 {
+		t.Errorf("interrupted fetch left temporary files: %v", left)
+	}
+}
