@@ -25,7 +25,10 @@
 // --pod-dir=<dir>` is a one-shot cleaner for a supervisor that was killed: it
 // kills what is left in the pod's cgroups, destroys the containers, removes the
 // cgroups and <pod>/runc, and marks apps still recorded as running as exited
-// (Reason "SupervisorDied"). It is idempotent.
+// (Reason "SupervisorDied"). It is idempotent. A killed supervisor's apps
+// die at once: `stage1 init` gives every container process SIGKILL as its
+// parent-death signal, and the supervisor forks them all from one thread
+// that never exits.
 //
 // The pod's cgroup is <PodManifest.CgroupParent or "/rkt">/<uuid> (cgroupfs);
 // apps' linux.cgroupsPath must lie below it so that stage1 and `stage1 gc`
@@ -40,6 +43,12 @@
 // recorded as "running" is dead: run `stage1 gc`, which records it as exited
 // (exit code 137, signal SIGKILL, Reason "SupervisorDied"), or report it so.
 //
+// Logs: each app's stdout/stderr go to App.LogPath (relative: to the app
+// directory; default apps/<name>/log) in the kubelet's CRI format, lines over
+// 16 KiB split into P entries; a tty's output is logged as stdout. App.Stdin
+// keeps a pipe (or the tty) open for Attach; App.StdinOnce closes it when the
+// first attach session ends.
+//
 // # Apps
 //
 // An app is what stage0 wrote under <pod>/apps/<name>/ (app.json,
@@ -47,7 +56,11 @@
 // those files when it is called, so stage0 writes them first. An app with no
 // status.json has never been started (state "created" from stage0's point of
 // view). StartApp on an exited app starts it again (a new container).
-// StopApp on an app that is not running is a no-op. RemoveApp refuses a
+// StopApp sends App.StopSignal (default SIGTERM), then SIGKILL after the
+// timeout (0: SIGKILL at once); on an app that is not running it is a no-op.
+// Exit status: exit code, or 128+signal with Signal set; Reason "Completed"
+// (code 0), "Error", "OOMKilled" (an OOM kill in the app's memory cgroup) or
+// "StartError" (code 128, Message says why). RemoveApp refuses a
 // running app (ErrAppRunning); it makes the supervisor forget the app and
 // destroys its container; the app directory is stage0's to delete.
 //
