@@ -56,8 +56,10 @@ func appErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrAppNotFound, err)
 	case errors.Is(err, control.ErrInvalid):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case errors.Is(err, control.ErrNoSupervisor):
+	case errors.Is(err, control.ErrNoSupervisor), errors.Is(err, control.ErrAppNotRunning):
 		return fmt.Errorf("%w: %w", ErrNotRunning, err)
+	case errors.Is(err, control.ErrAppRunning):
+		return fmt.Errorf("%w: %w", ErrInvalidState, err)
 	}
 	return err
 }
