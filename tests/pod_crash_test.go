@@ -95,3 +95,39 @@ func TestPodStopForce(t *testing.T) {
 		t.Errorf("after stop --force: %+v", p)
 	}
 }
+
+// TestPodInterruptStopsPod: SIGINT (Ctrl-C) to a foreground `rkt run`
+// stops its pod.
+func TestPodInterruptStopsPod(t *testing.T) {
+	pe := newPodEnv(t)
+	uuidFile := pe.Root + "/uuid"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append(append([]string{"run"}, pe.netArgs()...), "--uuid-file-save="+uuidFile, pe.image, "--exec=/bin/sh", "--", "-c", "trap 'exit 0' TERM; sleep 600 & wait")
+	cmd := pe.Command(ctx, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var uuid string
+	for deadline := time.Now().Add(20 * time.Second); uuid == ""; time.Sleep(20 * time.Millisecond) {
+		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
+			uuid = strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rkt run did not save the UUID")
+		}
+	}
+	pe.TrackPod(uuid)
+	pe.waitState(uuid, "running", 10*time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("rkt run did not return after SIGINT")
+	}
+	if p := pe.status(uuid); p.State != "exited" {
+		t.Errorf("pod after SIGINT to rkt run: %+v", p)
+	}
+}
