@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestPodSurvivesKilledRkt: kill -9 of a foreground `rkt run` leaves its pod
@@ -130,4 +132,39 @@ func TestPodInterruptStopsPod(t *testing.T) {
 	if p := pe.status(uuid); p.State != "exited" {
 		t.Errorf("pod after SIGINT to rkt run: %+v", p)
 	}
+}
+
+// TestPodSurvivesKilledSession: killing the whole process group that ran
+// `rkt run --detach` (a shell and its children) leaves the pod running.
+func TestPodSurvivesKilledSession(t *testing.T) {
+	pe := newPodEnv(t)
+	uuidFile := pe.Root + "/uuid"
+	rktArgs := append(append(pe.GlobalArgs(), "run", "--detach"), pe.netArgs()...)
+	rktArgs = append(rktArgs, "--uuid-file-save="+uuidFile, pe.image, "--exec=/bin/sleep", "--", "600")
+	script := testutil.RKTBin(t) + " " + strings.Join(rktArgs, " ") + " && sleep 600"
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var uuid string
+	for deadline := time.Now().Add(20 * time.Second); uuid == ""; time.Sleep(20 * time.Millisecond) {
+		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
+			uuid = strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatal("rkt run --detach did not save the UUID")
+		}
+	}
+	pe.TrackPod(uuid)
+	pe.waitState(uuid, "running", 10*time.Second)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	time.Sleep(300 * time.Millisecond)
+	if p := pe.status(uuid); p.State != "running" {
+		t.Fatalf("pod did not survive its session: %+v", p)
+	}
+	pe.RunOK("stop", "--force", uuid)
 }
