@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/stage0"
-	"github.com/rkt/rkt/store"
-	"github.com/rkt/rkt/tests/testutil"
 )
 
 const benchRuns = 20
@@ -49,17 +45,7 @@ func BenchmarkPodRunTrue(b *testing.B) {
 // app stop+rm; and the supervisor's RSS per pod.
 func BenchmarkPodLifecycle(b *testing.B) {
 	pe := newPodEnv(b)
-	s, err := store.Open(pe.DataDir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := stage0.New(stage0.Config{
-		DataDir: pe.DataDir, Stage1Path: testutil.Stage1Bin(b), Store: s,
-		Net: networking.Config{DataDir: pe.DataDir, ConfDir: filepath.Join(pe.LocalConfig, "net.d"), DefaultBridge: pe.bridge, DefaultSubnet: pe.subnet},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	rt := newInProcessRuntime(b, pe)
 	ctx := context.Background()
 	var sandbox, addStart, exec, stopRm []time.Duration
 	var rss, anon []float64
