@@ -131,10 +131,15 @@ type Device struct {
 	Permissions   string // cgroup permissions, e.g. "rwm" (default)
 }
 
-// StopOptions tune Stop.
+// StopOptions tune Stop and StopApp.
 type StopOptions struct {
-	Timeout time.Duration // grace period of each app before SIGKILL (0: 10s)
-	Force   bool          // SIGKILL the pod's supervisor right away
+	// Timeout is the grace period between SIGTERM and SIGKILL; 0 means the
+	// default of 10s (for an immediate SIGKILL, e.g. CRI StopContainer with
+	// timeout 0, set Force).
+	Timeout time.Duration
+	// Force kills right away: StopApp sends SIGKILL, Stop kills the pod's
+	// supervisor (and with it its apps).
+	Force bool
 }
 
 // GCOptions tune GC.
