@@ -3,7 +3,6 @@ package kubeletsvc
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -48,18 +47,6 @@ func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.L
 	if caps := sc.GetCapabilities(); caps != nil {
 		opts.CapsAdd = capNames(caps.GetAddCapabilities())
 		opts.CapsDrop = capNames(caps.GetDropCapabilities())
-	}
-	if opts.Privileged || slices.Contains(opts.CapsAdd, "ALL") {
-		held, lacking, err := heldCapabilities()
-		if err != nil {
-			return err
-		}
-		if i := slices.Index(opts.CapsAdd, "ALL"); i >= 0 {
-			opts.CapsAdd = append(slices.Delete(opts.CapsAdd, i, i+1), held...)
-		}
-		if opts.Privileged {
-			opts.CapsDrop = append(opts.CapsDrop, lacking...)
-		}
 	}
 	seccomp, err := seccompProfile(sc)
 	if err != nil {
