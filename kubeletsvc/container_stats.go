@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -97,10 +98,12 @@ func (c *criService) containerStats(ctx context.Context, ct *container) (*runtim
 	}
 	cpu, mem := c.usage(ct.id, s)
 	out.Cpu, out.Memory = cpu, mem
+	u := dirUsage(filepath.Join(ct.sb.pod.Dir, schema.AppsDir, ct.app.App.Name, schema.AppUpperDir))
 	out.WritableLayer = &runtimeapi.FilesystemUsage{
-		Timestamp: s.Timestamp.UnixNano(),
-		FsId:      &runtimeapi.FilesystemIdentifier{Mountpoint: ct.sb.pod.Dir},
-		UsedBytes: &runtimeapi.UInt64Value{Value: 0},
+		Timestamp:  s.Timestamp.UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: u.mountpoint},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: u.bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: u.inodes},
 	}
 	return out, nil
 }

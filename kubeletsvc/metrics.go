@@ -2,7 +2,6 @@ package kubeletsvc
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -218,7 +217,8 @@ func (c *criService) containerMetrics(ct *container) ([]*runtimeapi.Metric, erro
 	}
 	m := &ctrMetrics{cg: cg, started: ct.app.StartedAt}
 	appDir := filepath.Join(ct.sb.pod.Dir, schema.AppsDir, ct.app.App.Name)
-	m.fsUsed, m.fsStat, m.fsDev = dirUsage(filepath.Join(appDir, schema.AppUpperDir))
+	u := dirUsage(filepath.Join(appDir, schema.AppUpperDir))
+	m.fsUsed, m.fsStat, m.fsDev = u.bytes, u.statfs, u.device
 	if ct.app.Pid > 0 && ct.sb.pod.Manifest.Net != "host" {
 		m.net = networkUsage(ct.app.Pid)
 		m.netDev = netDevPackets(ct.app.Pid)
@@ -252,33 +252,6 @@ func lessStrings(a, b []string) bool {
 		}
 	}
 	return len(a) < len(b)
-}
-
-// dirUsage returns the bytes allocated under dir, its filesystem's statfs
-// and device name.
-func dirUsage(dir string) (uint64, *syscall.Statfs_t, string) {
-	var used uint64
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				used += uint64(st.Blocks) * 512
-			}
-		}
-		return nil
-	})
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
-		return used, nil, dir
-	}
-	dev := dir
-	var st syscall.Stat_t
-	if syscall.Stat(dir, &st) == nil {
-		dev = deviceName(st.Dev)
-	}
-	return used, &fs, dev
 }
 
 // deviceName returns "major:minor" of a device number.

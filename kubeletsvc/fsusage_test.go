@@ -1,0 +1,27 @@
+package kubeletsvc
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestDirUsage(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := dirUsage(dir)
+	if u.inodes != 3 || u.bytes < 64<<10 || u.statfs == nil || u.device == dir {
+		t.Fatalf("dirUsage = %+v; want 3 inodes, >= 64 KiB, statfs and a device", u)
+	}
+	if rel, err := filepath.Rel(u.mountpoint, dir); err != nil || rel == ".." || filepath.IsAbs(rel) {
+		t.Fatalf("mountpoint %q does not contain %q", u.mountpoint, dir)
+	}
+	if missing := dirUsage(filepath.Join(dir, "nope")); missing.bytes != 0 || missing.statfs != nil {
+		t.Fatalf("dirUsage of a missing dir = %+v", missing)
+	}
+}
