@@ -138,7 +138,8 @@ func (r *Runtime) AppStats(ctx context.Context, uuid, app string) (*AppStats, er
 	return r.appStats(ctx, uuid, app)
 }
 
-// PodStats returns the summed resource usage of a running pod's apps.
+// PodStats returns the resource usage of a running pod: its cgroup's (all
+// apps together); MemoryLimit is the pod's limit (0: none).
 func (r *Runtime) PodStats(ctx context.Context, uuid string) (*AppStats, error) {
 	return r.podStats(ctx, uuid)
 }

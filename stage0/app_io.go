@@ -107,6 +107,14 @@ func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) 
 	if err != nil {
 		return nil, err
 	}
+	pm, err := p.readManifest()
+	if err != nil {
+		return nil, err
+	}
+	if !systemdRunning() {
+		return podCgroupStats(pm)
+	}
+	// systemd scopes have no common pod cgroup here: sum the apps
 	sts, err := c.Status(ctx)
 	if err != nil {
 		return nil, appErr(err)
@@ -126,9 +134,7 @@ func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) 
 		total.CPUUsageNanos += s.CPUUsageNanos
 		total.MemoryUsage += s.MemoryUsage
 		total.MemoryWorkingSet += s.MemoryWorkingSet
-		total.MemoryLimit += s.MemoryLimit
 		total.Pids += s.Pids
-		total.Timestamp = s.Timestamp
 	}
 	return total, nil
 }
