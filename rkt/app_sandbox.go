@@ -41,7 +41,7 @@ func appSandboxCmd() *cobra.Command {
 		},
 	}
 	fs := podFlagSet(&f, nil, false)
-	for _, n := range []string{"pull-policy", "set-env", "help"} {
+	for _, n := range []string{"pull-policy", "set-env", "interactive", "help"} {
 		fs.MarkHidden(n)
 	}
 	cmd.Flags().AddFlagSet(fs)

@@ -56,8 +56,8 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs.BoolVar(&f.hostPID, "host-pid", false, "the apps run in the host's PID namespace")
 	fs.BoolVar(&f.hostIPC, "host-ipc", false, "the apps run in the host's IPC namespace")
 	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "namespaced sysctl KEY=VALUE for the pod (repeatable)")
+	fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")
 	if withRun {
-		fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")
 		fs.BoolVar(&f.detach, "detach", false, "start the pod and return; print its UUID")
 	}
 	fs.BoolVarP(&f.help, "help", "h", false, "help")

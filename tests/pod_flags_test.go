@@ -123,6 +123,13 @@ func TestPodInteractive(t *testing.T) {
 	if r.Code != 6 || !strings.Contains(r.Stdout, "answer-42") || !strings.Contains(r.Stdout, "/dev/pts/") {
 		t.Errorf("interactive run: %s", r)
 	}
+	r = pe.RunOK(append(append([]string{"prepare"}, pe.netArgs()...), "--interactive", pe.image, "--exec=/bin/sh")...)
+	uuid := strings.TrimSpace(r.Stdout)
+	pe.TrackPod(uuid)
+	r = pe.RunStdin([]byte("echo prepared-$((40+2))\nexit 7\n"), append(append([]string{"run-prepared"}, pe.netArgs()...), "--interactive", uuid)...)
+	if r.Code != 7 || !strings.Contains(r.Stdout, "prepared-42") {
+		t.Errorf("interactive run-prepared: %s", r)
+	}
 }
 
 // TestPodGCGracePeriod: exited pods are kept for the grace period.
