@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rkt/rkt/pkg/lock"
@@ -21,6 +23,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.removeStaleNewDirs()
 	now := time.Now()
 	for _, p := range pods {
 		if ctx.Err() != nil {
@@ -91,4 +94,28 @@ func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Ti
 		return collected, false, err
 	}
 	return true, true, nil
+}
+
+// removeStaleNewDirs deletes pod directories whose creation was interrupted
+// before they got their name (prepare/.new-<uuid>, unlocked).
+func (r *Runtime) removeStaleNewDirs() {
+	dir := r.stateDir(dirPrepare)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), newPodPrefix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		l, err := lock.TryExclusive(path, lock.Dir)
+		if err != nil {
+			continue // being created right now
+		}
+		if err := os.RemoveAll(path); err != nil {
+			r.cfg.Logf("gc: cannot remove %s: %v", path, err)
+		}
+		l.Close()
+	}
 }

@@ -140,6 +140,12 @@ func TestGCExpiresPreparedAndAborted(t *testing.T) {
 	if st, _ := rt.Status(ctx, busy.uuid); st == nil || st.State != PodEmbryo {
 		t.Errorf("locked pod without manifest: %+v", st)
 	}
+	if st, _ := rt.Status(ctx, aborted.uuid); st == nil || st.State != PodAbortedPrepare {
+		t.Errorf("unlocked pod without manifest: %+v", st)
+	}
+	// a directory whose creation was interrupted before its rename
+	stale := filepath.Join(rt.stateDir(dirPrepare), newPodPrefix+"dddddddd-0000-4000-8000-000000000001")
+	os.MkdirAll(stale, 0o711)
 	res, err := rt.GC(ctx, GCOptions{ExpirePrepared: time.Hour})
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatal(err, res.Errors)
@@ -156,6 +162,9 @@ func TestGCExpiresPreparedAndAborted(t *testing.T) {
 	}
 	if _, err := os.Stat(busy.dir); err != nil {
 		t.Errorf("gc touched a locked pod: %v", err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("gc kept an interrupted pod creation")
 	}
 }
 

@@ -21,6 +21,10 @@ import (
 // which the runtime spec is (re)built once the pod has its final location.
 const appRecordFile = "stage0.json"
 
+// newPodPrefix names a pod directory being created, before it is renamed
+// to its UUID.
+const newPodPrefix = ".new-"
+
 // manifestLockFile serializes changes of the pod manifest (apps added and
 // removed while stage1 holds the pod lock).
 const manifestLockFile = "manifest.lock"
@@ -58,7 +62,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 	// Create and lock the directory under a name GC ignores, then rename it
 	// into place, so that nobody sees it unlocked.
 	p := r.podAt(dirPrepare, uuid)
-	tmp := filepath.Join(r.stateDir(dirPrepare), ".new-"+uuid)
+	tmp := filepath.Join(r.stateDir(dirPrepare), newPodPrefix+uuid)
 	if err := os.Mkdir(tmp, 0o711); err != nil {
 		return nil, nil, nil, fmt.Errorf("cannot create pod directory: %w", err)
 	}

@@ -79,9 +79,14 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	ps := &PodStatus{UUID: p.uuid, State: state, Dir: p.dir}
 	pm, err := p.readManifest()
 	if err != nil {
-		if (state == PodPreparing || state == PodAbortedPrepare || state == PodGarbage || state == PodDeleting) && errors.Is(err, fs.ErrNotExist) {
-			ps.State = PodEmbryo
-			return ps, nil
+		if errors.Is(err, fs.ErrNotExist) {
+			switch state {
+			case PodPreparing:
+				ps.State = PodEmbryo // being created right now
+				return ps, nil
+			case PodAbortedPrepare, PodGarbage, PodDeleting:
+				return ps, nil
+			}
 		}
 		return nil, err
 	}

@@ -14,6 +14,7 @@ func StoreImages(s *store.Store) ImageSource { return storeImages{s} }
 
 type storeImages struct{ s *store.Store }
 
+// AppImage resolves ref in the store, unpacks its layers and marks it used.
 func (si storeImages) AppImage(ctx context.Context, ref string) (*Image, error) {
 	img, err := si.s.ResolveImage(ref)
 	if err != nil {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -167,4 +168,42 @@ func TestPodSurvivesKilledSession(t *testing.T) {
 		t.Fatalf("pod did not survive its session: %+v", p)
 	}
 	pe.RunOK("stop", "--force", uuid)
+}
+
+// TestPodKilledDuringStart kills `rkt run` at different moments of the
+// start; whatever state that leaves, `rkt gc` cleans it up (the leak check
+// at the end of the test verifies it).
+func TestPodKilledDuringStart(t *testing.T) {
+	pe := newPodEnv(t)
+	for i, delay := range []time.Duration{20, 50, 80, 110, 140, 200} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		args := append(append([]string{"run", "--detach"}, pe.netArgs()...), pe.image, "--exec=/bin/sleep", "--", "600")
+		cmd := pe.Command(ctx, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		cancel()
+		r := pe.RunOK("list", "--format=json")
+		var pods []podJSON
+		if err := json.Unmarshal([]byte(r.Stdout), &pods); err != nil {
+			t.Fatal(err)
+		}
+		states := map[string]int{}
+		for _, p := range pods {
+			pe.TrackPod(p.UUID)
+			states[p.State]++
+			// running pods are stopped, the rest is collected
+			if p.State == "running" {
+				pe.RunOK("stop", "--force", p.UUID)
+			}
+		}
+		t.Logf("killed after %s (%d): pods by state %v", delay*time.Millisecond, i, states)
+	}
+	pe.RunOK("gc", "--grace-period=0s")
+	if r := pe.RunOK("list", "--no-legend"); strings.TrimSpace(r.Stdout) != "" {
+		t.Errorf("pods left after gc: %s", r.Stdout)
+	}
 }
