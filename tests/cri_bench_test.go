@@ -41,16 +41,18 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[i]
 }
 
+// report prints a table (on stdout: go test truncates long benchmark logs)
+// and reports each p50/p99 as a metric.
 func (l latencies) report(b *testing.B, title string, order []string) {
-	b.Logf("%s (ms):", title)
-	b.Logf("  %-22s %8s %8s %5s", "rpc", "p50", "p99", "n")
+	fmt.Printf("BenchmarkCRI: %s (ms):\n", title)
+	fmt.Printf("  %-22s %8s %8s %5s\n", "rpc", "p50", "p99", "n")
 	for _, name := range order {
 		ds := l[name]
 		if len(ds) == 0 {
 			continue
 		}
 		p50, p99 := percentile(ds, 50), percentile(ds, 99)
-		b.Logf("  %-22s %8.2f %8.2f %5d", name, ms(p50), ms(p99), len(ds))
+		fmt.Printf("  %-22s %8.2f %8.2f %5d\n", name, ms(p50), ms(p99), len(ds))
 		b.ReportMetric(ms(p50), name+"-p50-ms")
 		b.ReportMetric(ms(p99), name+"-p99-ms")
 	}
@@ -210,7 +212,7 @@ func BenchmarkCRI(b *testing.B) {
 			n++
 		}
 	}
-	b.Logf("kubelet-service RSS: idle %d KiB, 10 pods %d KiB, 100 pods %d KiB; stage1 RSS per pod %d KiB (mean of %d)",
+	fmt.Printf("BenchmarkCRI: kubelet-service RSS: idle %d KiB, 10 pods %d KiB, 100 pods %d KiB; stage1 RSS per pod %d KiB (mean of %d)\n",
 		idleRSS, rss10, rss100, stage1Total/max(n, 1), n)
 	b.ReportMetric(float64(idleRSS)/1024, "svc-rss-idle-MiB")
 	b.ReportMetric(float64(rss10)/1024, "svc-rss-10pods-MiB")
