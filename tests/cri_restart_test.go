@@ -51,7 +51,7 @@ func marshal(t *testing.T, m proto.Message) string {
 }
 
 // TestCRIRestart kills the service with SIGKILL while 10 pods run, starts
-// it again and checks that it lists exactly the same sandboxes and
+// it again (and once more after a SIGTERM) and checks that it lists exactly the same sandboxes and
 // containers (IDs, metadata, states, timestamps, exit codes, log paths),
 // that the pods never stopped (same supervisor pids, containers running)
 // and that their names are still reserved.
@@ -89,6 +89,18 @@ func TestCRIRestart(t *testing.T) {
 	for id, pid := range pids1 {
 		if pids2[id] != pid || pid == "0" {
 			t.Errorf("pod %s: supervisor pid %s before the restart, %s after", id, pid, pids2[id])
+		}
+	}
+	// A graceful stop (SIGTERM) leaves the pods running too.
+	svc.stop()
+	svc.Restart()
+	c = dialCRI(t, svc)
+	pods3, ctrs3, pids3 := criSnapshot(t, c)
+	diff(t, "sandboxes after SIGTERM", pods1, pods3)
+	diff(t, "containers after SIGTERM", ctrs1, ctrs3)
+	for id, pid := range pids1 {
+		if pids3[id] != pid {
+			t.Errorf("pod %s: supervisor pid %s before SIGTERM, %s after", id, pid, pids3[id])
 		}
 	}
 	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})
