@@ -28,5 +28,6 @@ func (c *criService) RemovePodSandbox(ctx context.Context, r *runtimeapi.RemoveP
 		c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}
 	c.sandboxNames.Release(s.ID())
+	c.stats.forget(s.ID())
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
