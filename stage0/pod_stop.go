@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,7 +95,12 @@ func (r *Runtime) killSupervisor(p *pod) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, syscall.SIGKILL)
+	// make sure the pid is still this pod's supervisor, not a reused one
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), "--pod-dir="+p.dir) {
+		return false
+	}
+	err = syscall.Kill(pid, syscall.SIGKILL)
 	return err == nil || errors.Is(err, syscall.ESRCH)
 }
 
