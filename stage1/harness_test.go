@@ -320,6 +320,20 @@ func (p *testPod) cleanup() {
 	removePodCgroups(p.manifest.CgroupParent)
 }
 
+// waitLog waits until the app's log has the entry "<stream> <tag> <line>".
+func (p *testPod) waitLog(app, entry string) {
+	p.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(p.dir, schema.AppsDir, app, schema.AppDefaultLog))
+		if strings.Contains(string(b), " "+entry+"\n") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.t.Fatalf("app %s never logged %q", app, entry)
+}
+
 func (p *testPod) status(name string) schema.AppStatus {
 	p.t.Helper()
 	st, err := control.ReadAppStatus(p.dir, name)

@@ -106,8 +106,9 @@ func TestPodNetns(t *testing.T) {
 
 func TestSIGTERMStopsThePod(t *testing.T) {
 	p := newPod(t, nil)
-	p.addApp("graceful", schema.App{}, []string{"sh", "-c", "trap 'echo term; exit 0' TERM; while true; do sleep 0.05; done"}, nil)
+	p.addApp("graceful", schema.App{}, []string{"sh", "-c", "trap 'echo term; exit 0' TERM; echo ready; while true; do sleep 0.05; done"}, nil)
 	p.mustStart(modeRun)
+	p.waitLog("graceful", "stdout F ready")
 	if err := p.cmd.Process.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

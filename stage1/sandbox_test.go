@@ -30,7 +30,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		s.Process.User = specs.User{UID: 65534, GID: 65534}
 	})
 	// Ignores SIGTERM; its stop signal is SIGUSR1, which it reports.
-	p.addApp("stubborn", schema.App{StopSignal: "SIGUSR1"}, []string{"sh", "-c", "trap '' TERM; trap 'echo usr1' USR1; while true; do sleep 0.05; done"}, nil)
+	p.addApp("stubborn", schema.App{StopSignal: "SIGUSR1"}, []string{"sh", "-c", "trap '' TERM; trap 'echo usr1' USR1; echo ready; while true; do sleep 0.05; done"}, nil)
 	if err := c.StartApp(ctx(t), "nope"); !errorsIs(err, control.ErrAppNotFound) {
 		t.Errorf("start of unknown app: %v", err)
 	}
@@ -39,6 +39,8 @@ func TestSandboxLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	p.waitLog("web", "stdout F started")
+	p.waitLog("stubborn", "stdout F ready")
 	if err := c.StartApp(ctx(t), "web"); !errorsIs(err, control.ErrAppRunning) {
 		t.Errorf("second start: %v", err)
 	}
@@ -124,7 +126,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	if st := p.status("stubborn"); st.ExitCode != 137 || st.Signal != "SIGKILL" || st.Reason != "Error" {
 		t.Errorf("forced stop status: %+v", st)
 	}
-	if got := logEntries(t, filepath.Join(p.dir, "apps/stubborn/log")); len(got) != 1 || got[0] != "stdout F usr1" {
+	if got := logEntries(t, filepath.Join(p.dir, "apps/stubborn/log")); len(got) != 2 || got[1] != "stdout F usr1" {
 		t.Errorf("stop signal not delivered: %q", got)
 	}
 	if err := c.StopApp(ctx(t), "stubborn", time.Second); err != nil {
