@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // instrument is the one wrapper around every RPC: it refuses unauthorized
@@ -59,7 +61,11 @@ func (in *instrument) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 func (in *instrument) logCall(method string, start time.Time, err error) {
 	d := time.Since(start)
 	if err != nil {
-		in.log.Warn("rpc failed", "method", method, "duration", d, "error", err)
+		level := slog.LevelWarn
+		if status.Code(err) == codes.NotFound {
+			level = slog.LevelDebug // the kubelet asks after removed objects all the time
+		}
+		in.log.Log(context.Background(), level, "rpc failed", "method", method, "duration", d, "error", err)
 		return
 	}
 	in.log.Debug("rpc", "method", method, "duration", d)
