@@ -217,3 +217,46 @@ func TestConcurrentAppsAndExecs(t *testing.T) {
 		}
 	}
 }
+
+func TestNoLeaksAcrossRestarts(t *testing.T) {
+	p := newPod(t, nil)
+	p.addApp("a", schema.App{Stdin: true}, []string{"sleep", "1000"}, nil)
+	p.addApp("t", schema.App{Stdin: true, TTY: true}, []string{"sleep", "1000"}, nil)
+	p.mustStart(modeSandbox)
+	count := func() (fds, threads int) {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid))
+		return len(ents), len(tasks)
+	}
+	cycle := func() {
+		for _, app := range []string{"a", "t"} {
+			if err := p.client.StartApp(ctx(t), app); err != nil {
+				t.Fatal(err)
+			}
+			p.exec(app, "true")
+			var out bytes.Buffer
+			if _, err := p.client.Exec(ctx(t), control.ExecRequest{App: app, Args: []string{"tty"}, TTY: true, Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.client.StopApp(ctx(t), app, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cycle()
+	fds0, _ := count()
+	for range 10 {
+		cycle()
+	}
+	time.Sleep(100 * time.Millisecond)
+	fds1, threads := count()
+	if fds1 > fds0 {
+		t.Errorf("supervisor fds: %d after one cycle, %d after ten more", fds0, fds1)
+	}
+	if threads > 20 {
+		t.Errorf("supervisor has %d threads", threads)
+	}
+}
