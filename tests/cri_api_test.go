@@ -135,6 +135,25 @@ func TestCRIErrorCodes(t *testing.T) {
 	if err != nil || es.ExitCode != 3 || string(es.Stdout) != "out\n" || string(es.Stderr) != "err\n" {
 		t.Errorf("ExecSync: %+v, %v; want exit 3, stdout out, stderr err", es, err)
 	}
+	// The streaming server listens on loopback only.
+	for name, url := range map[string]func() (string, error){
+		"Exec": func() (string, error) {
+			r, err := c.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: ctr, Cmd: []string{"true"}, Stdout: true})
+			return r.GetUrl(), err
+		},
+		"Attach": func() (string, error) {
+			r, err := c.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: ctr, Stdout: true})
+			return r.GetUrl(), err
+		},
+		"PortForward": func() (string, error) {
+			r, err := c.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: pod, Port: []int32{80}})
+			return r.GetUrl(), err
+		},
+	} {
+		if u, err := url(); err != nil || !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Errorf("%s URL %q, %v; want one on 127.0.0.1", name, u, err)
+		}
+	}
 	if r := env.Run("api-service"); r.Code == 0 || !strings.Contains(r.Stderr, "kubelet-service") {
 		t.Errorf("rkt api-service: %s", r)
 	}
