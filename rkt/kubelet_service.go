@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -77,7 +76,7 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 		SocketPath:      f.socket,
 		SocketGroup:     f.socketGroup,
 		StreamAddr:      f.streamAddr,
-		Stage1Path:      kubeletStage1Path(f.stage1Path),
+		Stage1Path:      f.stage1Path, // empty: stage0.DefaultStage1Path()
 		CgroupParent:    f.cgroupParent,
 		CNIConfDir:      f.cniConfDir,
 		CNIPluginDirs:   f.cniPluginDirs,
@@ -98,19 +97,4 @@ func parseLogLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
-}
-
-// kubeletStage1Path picks the stage1 binary: the flag, else a stage1 next to
-// the rkt binary, else the configured location.
-func kubeletStage1Path(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "stage1")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
-	}
-	return buildinfo.Stage1Path
 }
