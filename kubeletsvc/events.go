@@ -56,6 +56,9 @@ func (b *eventBus) publish(ev *runtimeapi.ContainerEventResponse) {
 	if ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
 		delete(b.last, ev.ContainerId)
 	} else {
+		if b.last[ev.ContainerId] == ev.ContainerEventType {
+			return // the watcher and a lifecycle call both saw this transition
+		}
 		b.last[ev.ContainerId] = ev.ContainerEventType
 	}
 	for ch := range b.subs {
