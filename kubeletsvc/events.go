@@ -56,7 +56,7 @@ func (b *eventBus) publish(ev *runtimeapi.ContainerEventResponse) {
 	if ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
 		delete(b.last, ev.ContainerId)
 	} else {
-		if b.last[ev.ContainerId] == ev.ContainerEventType {
+		if last, ok := b.last[ev.ContainerId]; ok && last == ev.ContainerEventType {
 			return // the watcher and a lifecycle call both saw this transition
 		}
 		b.last[ev.ContainerId] = ev.ContainerEventType
