@@ -121,3 +121,29 @@ func TestPodPrepare(t *testing.T) {
 		t.Errorf("expired prepared pod still there: %s", r)
 	}
 }
+
+// TestPodAppAttach: `rkt app attach` feeds the app's stdin and shows its
+// output, and ends when the app exits.
+func TestPodAppAttach(t *testing.T) {
+	pe := newPodEnv(t)
+	sb := strings.TrimSpace(pe.RunOK(append([]string{"app", "sandbox"}, pe.netArgs()...)...).Stdout)
+	pe.TrackPod(sb)
+	pe.RunOK("app", "add", sb, pe.image, "--name=echo", "--stdin", "--exec=/bin/sh", "--", "-c", "read a; echo got-$a; read b; exit 4")
+	pe.RunOK("app", "start", sb, "--app=echo")
+	r := pe.RunStdin([]byte("first\nsecond\n"), "app", "attach", sb, "--app=echo")
+	if !strings.Contains(r.Stdout, "got-first") {
+		t.Errorf("attach: %s", r)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r = pe.RunOK("app", "status", sb, "--app=echo")
+		if strings.Contains(r.Stdout, "exit-code=4") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(r.Stdout, "exit-code=4") {
+		t.Errorf("app did not read its stdin to the end: %s", r)
+	}
+	pe.RunOK("stop", sb)
+}
