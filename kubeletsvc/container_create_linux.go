@@ -75,8 +75,8 @@ func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.L
 		opts.PIDMode = stage0.NamespaceTarget
 		opts.PIDTarget = target.app.App.Name
 	}
-	if u := ns.GetUsernsOptions(); u != nil && u.GetMode() == runtimeapi.NamespaceMode_POD {
-		return fmt.Errorf("%w: user namespaces are not supported by rkt", errUnimplemented)
+	if err := checkUserns(ns.GetUsernsOptions()); err != nil {
+		return err
 	}
 	return nil
 }

@@ -83,8 +83,8 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 		CgroupParent: cfg.GetLinux().GetCgroupParent(),
 		Annotations:  annos,
 	}
-	if nsOpts.GetUsernsOptions() != nil && nsOpts.GetUsernsOptions().GetMode() == runtimeapi.NamespaceMode_POD {
-		return opts, fmt.Errorf("%w: user namespaces are not supported by rkt", errUnimplemented)
+	if err := checkUserns(nsOpts.GetUsernsOptions()); err != nil {
+		return opts, err
 	}
 	if nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE {
 		opts.Net = networking.NetHost
@@ -116,4 +116,25 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 		opts.Resources = linuxResources(res)
 	}
 	return opts, nil
+}
+
+// checkUserns validates user namespace options: the host's (NODE) is the
+// only one rkt runs pods in; CONTAINER and TARGET are invalid for a pod, and
+// a pod user namespace (POD), even well formed, is not supported.
+func checkUserns(u *runtimeapi.UserNamespace) error {
+	if u == nil {
+		return nil // none asked: the host's
+	}
+	switch u.GetMode() {
+	case runtimeapi.NamespaceMode_NODE:
+		return nil
+	case runtimeapi.NamespaceMode_POD:
+		for _, m := range [][]*runtimeapi.IDMapping{u.GetUids(), u.GetGids()} {
+			if len(m) != 1 || m[0].GetContainerId() != 0 || m[0].GetLength() == 0 {
+				return invalidf("user namespace: want exactly one mapping of container ID 0, got %v", m)
+			}
+		}
+		return fmt.Errorf("%w: user namespaces for pods are not supported by rkt", errUnimplemented)
+	}
+	return invalidf("user namespace mode %v is not valid for a pod sandbox", u.GetMode())
 }

@@ -168,3 +168,27 @@ func TestMatchLabels(t *testing.T) {
 		t.Fatal("matchLabels is wrong")
 	}
 }
+
+func TestCheckUserns(t *testing.T) {
+	one := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: 1000, Length: 65536}}
+	tests := []struct {
+		name string
+		u    *runtimeapi.UserNamespace
+		want error // nil, errInvalidArgument or errUnimplemented
+	}{
+		{"none", nil, nil},
+		{"node", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil},
+		{"container", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}, errInvalidArgument},
+		{"target", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_TARGET}, errInvalidArgument},
+		{"pod, two mappings", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: append(one, one...), Gids: one}, errInvalidArgument},
+		{"pod, 0 unmapped", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+			Uids: []*runtimeapi.IDMapping{{ContainerId: 1, HostId: 1000, Length: 10}}, Gids: one}, errInvalidArgument},
+		{"pod, valid", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one, Gids: one}, errUnimplemented},
+	}
+	for _, tc := range tests {
+		err := checkUserns(tc.u)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: checkUserns = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
