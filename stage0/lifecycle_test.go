@@ -218,3 +218,23 @@ func TestAddAppRemovesDebris(t *testing.T) {
 		t.Errorf("second add: %v, want ErrAppExists", err)
 	}
 }
+
+// TestRemoveWaitsForReaders: a reader's short shared lock (List, Status)
+// does not make Remove fail.
+func TestRemoveWaitsForReaders(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := rt.findPod(uuid)
+	reader, err := lock.TryShared(p.dir, lock.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); reader.Close() }()
+	if err := rt.Remove(ctx, uuid, false); err != nil {
+		t.Fatalf("remove while a reader holds the lock briefly: %v", err)
+	}
+}

@@ -67,9 +67,9 @@ func (r *Runtime) runPrepared(ctx context.Context, uuid string, mode stage1Mode)
 	if p.state != dirPrepared {
 		return fmt.Errorf("pod %s is not prepared (it is in %s): %w", p.uuid, p.state, ErrInvalidState)
 	}
-	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	l, err := lockIdle(ctx, p)
 	if err != nil {
-		return fmt.Errorf("cannot lock pod %s: %w", p.uuid, err)
+		return err
 	}
 	defer l.Close()
 	if p, err = r.refind(p); err != nil || p.state != dirPrepared {

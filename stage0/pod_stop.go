@@ -124,14 +124,12 @@ func (r *Runtime) remove(ctx context.Context, uuid string, force bool) error {
 	case PodPreparing, PodDeleting:
 		return fmt.Errorf("pod %s is %s: %w", p.uuid, st, ErrInvalidState)
 	}
-	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if p, err = r.refind(p); err != nil {
+		return err
+	}
+	l, err := lockIdle(ctx, p)
 	if err != nil {
-		if p2, ferr := r.findPod(p.uuid); ferr == nil {
-			l, err = lock.TryExclusive(p2.dir, lock.Dir)
-		}
-		if err != nil {
-			return fmt.Errorf("cannot lock pod %s: %w", p.uuid, err)
-		}
+		return err
 	}
 	defer l.Close()
 	if p, err = r.refind(p); err != nil {

@@ -1,6 +1,7 @@
 package stage0
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
@@ -136,6 +138,22 @@ func (r *Runtime) move(p *pod, to string) error {
 	}
 	p.state, p.dir = to, dst
 	return nil
+}
+
+// briefLockWait bounds the wait for a pod lock that only readers (status,
+// list: short shared locks) may hold.
+const briefLockWait = 2 * time.Second
+
+// lockIdle takes the exclusive lock of a pod that is not running, waiting
+// briefly for concurrent readers (List/Status take short shared locks).
+func lockIdle(ctx context.Context, p *pod) (*lock.FileLock, error) {
+	lctx, cancel := context.WithTimeout(ctx, briefLockWait)
+	defer cancel()
+	l, err := lock.Exclusive(lctx, p.dir, lock.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock pod %s (is it running or being changed?): %w", p.uuid, err)
+	}
+	return l, nil
 }
 
 // state derives the PodState from the directory and the lock.
