@@ -89,18 +89,23 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 	return l.Close()
 }
 
+// supervisorAlive reports whether pid is this pod's stage1 (not a zombie,
+// not a reused pid).
+func supervisorAlive(p *pod, pid int) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), "--pod-dir="+p.dir)
+}
+
 // killSupervisor SIGKILLs the pod's stage1; its apps die with it.
 func (r *Runtime) killSupervisor(p *pod) bool {
 	pid := stage1PID(p)
 	if pid <= 0 {
 		return false
 	}
-	// make sure the pid is still this pod's supervisor, not a reused one
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), "--pod-dir="+p.dir) {
-		return false
+	if !supervisorAlive(p, pid) {
+		return false // gone, or the pid was reused
 	}
-	err = syscall.Kill(pid, syscall.SIGKILL)
+	err := syscall.Kill(pid, syscall.SIGKILL)
 	return err == nil || errors.Is(err, syscall.ESRCH)
 }
 

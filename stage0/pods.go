@@ -171,7 +171,12 @@ func (p *pod) podState() (PodState, error) {
 	case dirPrepared:
 		return PodPrepared, nil
 	case dirRun:
+		// Locked and no supervisor pid yet: stage0 is starting it. Locked
+		// while the recorded supervisor is dead: being stopped/cleaned up.
 		if locked {
+			if pid := stage1PID(p); pid > 0 && !supervisorAlive(p, pid) {
+				return PodExited, nil
+			}
 			return PodRunning, nil
 		}
 		return PodExited, nil
