@@ -11,9 +11,10 @@ func init() {
 	var rf runtimeFlags
 	var pretty bool
 	cmd := podCommand(&cobra.Command{
-		Use:   "cat-manifest UUID",
-		Short: "Print a pod's manifest",
-		Args:  cobra.ExactArgs(1),
+		Use:               "cat-manifest UUID",
+		Short:             "Print a pod's manifest",
+		ValidArgsFunction: completePods(),
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := newRuntimeNoStore(rf)
 			if err != nil {

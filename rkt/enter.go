@@ -14,9 +14,10 @@ func init() {
 	var app string
 	var tty string
 	cmd := podCommand(&cobra.Command{
-		Use:   "enter [--app=NAME] UUID [CMD [ARGS...]]",
-		Short: "Run a command (default: a shell) in a running app of a pod",
-		Args:  cobra.MinimumNArgs(1),
+		Use:               "enter [--app=NAME] UUID [CMD [ARGS...]]",
+		Short:             "Run a command (default: a shell) in a running app of a pod",
+		ValidArgsFunction: completePods(stage0.PodRunning),
+		Args:              cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := newRuntimeNoStore(rf)
 			if err != nil {

@@ -15,9 +15,10 @@ func init() {
 	var follow bool
 	var apps []string
 	cmd := podCommand(&cobra.Command{
-		Use:   "logs UUID",
-		Short: "Print the output of a pod's apps",
-		Args:  cobra.ExactArgs(1),
+		Use:               "logs UUID",
+		Short:             "Print the output of a pod's apps",
+		ValidArgsFunction: completePods(),
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := newRuntimeNoStore(rf)
 			if err != nil {

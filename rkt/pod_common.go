@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/hashicorp/errwrap"
@@ -93,4 +94,41 @@ func signalContext() (context.Context, context.CancelFunc) {
 func podCommand(c *cobra.Command, f *runtimeFlags) *cobra.Command {
 	addRuntimeFlags(c.Flags(), f)
 	return c
+}
+
+// completePods completes a pod UUID argument (shell completion) with the
+// pods of --dir in the given states (all when none).
+func completePods(states ...stage0.PodState) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		rt, err := newRuntimeNoStore(runtimeFlags{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		pods, err := rt.List(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []string
+		for _, p := range pods {
+			if len(states) > 0 && !hasState(states, p.State) {
+				continue
+			}
+			if strings.HasPrefix(p.UUID, prefix) {
+				out = append(out, p.UUID+"\t"+string(p.State))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func hasState(states []stage0.PodState, s stage0.PodState) bool {
+	for _, x := range states {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -14,8 +14,9 @@ func init() {
 	var force bool
 	var uuidFile string
 	cmd := podCommand(&cobra.Command{
-		Use:   "rm UUID...",
-		Short: "Remove pods that are not running",
+		Use:               "rm UUID...",
+		Short:             "Remove pods that are not running",
+		ValidArgsFunction: completePods(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			args, err := uuidArgs(args, uuidFile)
 			if err != nil {

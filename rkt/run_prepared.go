@@ -4,15 +4,18 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 func init() {
 	var rf runtimeFlags
 	var detach, interactive bool
 	cmd := podCommand(&cobra.Command{
-		Use:   "run-prepared UUID",
-		Short: "Run a prepared pod",
-		Args:  cobra.ExactArgs(1),
+		Use:               "run-prepared UUID",
+		Short:             "Run a prepared pod",
+		ValidArgsFunction: completePods(stage0.PodPrepared),
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, err := newRuntimeNoStore(rf)
 			if err != nil {

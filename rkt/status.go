@@ -15,9 +15,10 @@ func init() {
 	var rf runtimeFlags
 	var format, wait string
 	cmd := podCommand(&cobra.Command{
-		Use:   "status UUID",
-		Short: "Show the status of a pod",
-		Args:  cobra.ExactArgs(1),
+		Use:               "status UUID",
+		Short:             "Show the status of a pod",
+		ValidArgsFunction: completePods(),
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

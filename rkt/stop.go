@@ -15,8 +15,9 @@ func init() {
 	var timeout time.Duration
 	var uuidFile string
 	cmd := podCommand(&cobra.Command{
-		Use:   "stop UUID...",
-		Short: "Stop running pods",
+		Use:               "stop UUID...",
+		Short:             "Stop running pods",
+		ValidArgsFunction: completePods(stage0.PodRunning),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			args, err := uuidArgs(args, uuidFile)
 			if err != nil {

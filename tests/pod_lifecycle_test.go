@@ -53,6 +53,13 @@ func TestPodLifecycle(t *testing.T) {
 	if r.Code != 3 || !strings.Contains(r.Stdout, "in-rkt-"+uuid) {
 		t.Errorf("enter: %s", r)
 	}
+	// shell completion of pod UUIDs
+	if r = pe.RunOK("__complete", "stop", uuid[:4]); !strings.Contains(r.Stdout, uuid+"\trunning") {
+		t.Errorf("completion of running pods: %s", r)
+	}
+	if r = pe.RunOK("__complete", "run-prepared", ""); strings.Contains(r.Stdout, uuid) {
+		t.Errorf("run-prepared completes a running pod: %s", r)
+	}
 	// cat-manifest
 	r = pe.RunOK("cat-manifest", uuid)
 	if !strings.Contains(r.Stdout, `"name": "sleeper"`) {
