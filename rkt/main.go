@@ -2,13 +2,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
 
 func main() {
 	if err := rootCmd().Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "rkt: %v\n", err)
+		// An exitError without a cause only carries an app's exit code.
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.err != nil {
+			fmt.Fprintf(os.Stderr, "rkt: %v\n", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }
