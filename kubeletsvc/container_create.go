@@ -27,6 +27,9 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if cfg.GetImage().GetImage() == "" {
 		return nil, invalidf("container %q has no image", md.GetName())
 	}
+	if sig := cfg.GetStopSignal(); sig != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT && sig != runtimeapi.Signal_SIGNAL_SIGTERM {
+		return nil, invalidf("container %q: stop signal %v: rkt stops apps with SIGTERM (then SIGKILL) only", md.GetName(), sig)
+	}
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
 		return nil, err
