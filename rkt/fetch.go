@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -96,8 +98,34 @@ func fetchAndUnpack(ctx context.Context, s *store.Store, ref string, o store.Fet
 }
 
 // fetchWithStatus is fetchAndUnpack telling status (if not nil) what it
-// does after the downloads.
+// does after the downloads. When a layer blob of the image has vanished
+// (an image gc in another process raced with this fetch), the image record
+// is dropped and the fetch done once more, unless a pod uses the image.
 func fetchWithStatus(ctx context.Context, s *store.Store, ref string, o store.FetchOptions, status func(string)) (*store.Image, error) {
+	for attempt := 1; ; attempt++ {
+		last := attempt == 2
+		img, err := fetchOnce(ctx, s, ref, o, status, !last)
+		if err == nil {
+			return img, nil
+		}
+		if last || img == nil || !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		inUse, iuErr := imagesInUse()
+		if iuErr != nil {
+			return nil, err
+		}
+		if _, rmErr := s.RemoveImage(img.ID, store.RemoveOptions{InUse: inUse}); rmErr != nil && !errors.Is(rmErr, store.ErrImageNotFound) {
+			return nil, fmt.Errorf("%w (and cannot drop the damaged image: %v)", err, rmErr)
+		}
+	}
+}
+
+// fetchOnce fetches and unpacks ref once. On an unpack failure it returns
+// the image with the error; an image it imported itself is removed again,
+// unless the failure is a missing blob and keepOnMissing is set (the
+// caller retries then).
+func fetchOnce(ctx context.Context, s *store.Store, ref string, o store.FetchOptions, status func(string), keepOnMissing bool) (*store.Image, error) {
 	start := time.Now().UTC()
 	img, err := s.Fetch(ctx, ref, o)
 	if err != nil {
@@ -107,12 +135,13 @@ func fetchWithStatus(ctx context.Context, s *store.Store, ref string, o store.Fe
 		status("unpacking")
 	}
 	if _, err := s.LayerPaths(ctx, img); err != nil {
-		if !img.ImportedAt.Before(start.Truncate(time.Second)) {
+		missing := errors.Is(err, fs.ErrNotExist)
+		if !(missing && keepOnMissing) && !img.ImportedAt.Before(start.Truncate(time.Second)) {
 			if _, rmErr := s.RemoveImage(img.ID, store.RemoveOptions{}); rmErr != nil {
 				return nil, fmt.Errorf("%w (and cannot remove the refused image: %v)", err, rmErr)
 			}
 		}
-		return nil, err
+		return img, err
 	}
 	return img, nil
 }
