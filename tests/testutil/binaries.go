@@ -22,8 +22,10 @@ var (
 	buildDir  string
 	buildErr  error
 
-	binMu    sync.Mutex
-	binBuilt = map[string]string{}
+	binMu      sync.Mutex
+	binBuilt   = map[string]string{}
+	binFailed  = map[string]error{}
+	stage1Once sync.Once
 )
 
 // Main runs the tests of a package and removes the binaries testutil built
@@ -37,10 +39,20 @@ func Main(m *testing.M) int {
 }
 
 // RKTBin returns the absolute path of the rkt binary: $RKT_BIN, or one built
-// from this module (once per test process).
+// from this module (once per test process). A rkt built here gets a stage1
+// built next to it too (where rkt looks for it by default), best effort:
+// image tests do not need it.
 func RKTBin(t testing.TB) string {
 	t.Helper()
-	return binary(t, EnvRKTBin, "rkt", "./rkt")
+	p := binary(t, EnvRKTBin, "rkt", "./rkt")
+	if os.Getenv(EnvRKTBin) == "" && os.Getenv(EnvStage1Bin) == "" {
+		stage1Once.Do(func() {
+			if err := build("stage1", "./stage1"); err != nil {
+				t.Logf("no stage1 next to the rkt built for the tests: %v", err)
+			}
+		})
+	}
+	return p
 }
 
 // Stage1Bin returns the absolute path of the stage1 binary: $RKT_STAGE1, or
@@ -65,28 +77,49 @@ func binary(t testing.TB, env, name, pkg string) string {
 		}
 		return abs
 	}
+	if err := build(name, pkg); err != nil {
+		t.Fatalf("%v (set $%s to use a prebuilt one)", err, env)
+	}
 	binMu.Lock()
 	defer binMu.Unlock()
-	if p, ok := binBuilt[name]; ok {
-		return p
+	return binBuilt[name]
+}
+
+// build builds pkg as name into the per-process build dir, once.
+func build(name, pkg string) error {
+	binMu.Lock()
+	defer binMu.Unlock()
+	if _, ok := binBuilt[name]; ok {
+		return nil
 	}
+	if err, ok := binFailed[name]; ok {
+		return err // a build that failed once fails the same way
+	}
+	err := buildLocked(name, pkg)
+	if err != nil {
+		binFailed[name] = err
+	}
+	return err
+}
+
+func buildLocked(name, pkg string) error {
 	buildOnce.Do(func() { buildDir, buildErr = os.MkdirTemp("", "rkt-testbin-") })
 	if buildErr != nil {
-		t.Fatalf("cannot create build dir: %v", buildErr)
+		return fmt.Errorf("cannot create build dir: %w", buildErr)
 	}
 	root, err := moduleRoot()
 	if err != nil {
-		t.Fatalf("cannot build %s: %v", name, err)
+		return fmt.Errorf("cannot build %s: %w", name, err)
 	}
 	out := filepath.Join(buildDir, name)
 	cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build %s (set $%s to use a prebuilt one): %v\n%s", name, env, err, b)
+		return fmt.Errorf("cannot build %s: %v\n%s", name, err, b)
 	}
 	binBuilt[name] = out
-	return out
+	return nil
 }
 
 // moduleRoot finds the directory of this module's go.mod.
