@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -40,6 +41,9 @@ prepared pods older than --expire-prepared and aborted prepares.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "Moving pod %q to garbage\n", u)
 				}
 			}
+			if res.Network != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: %v\n", res.Network)
+			}
 			if len(res.Errors) > 0 {
 				var ids []string
 				for u := range res.Errors {
@@ -50,6 +54,9 @@ prepared pods older than --expire-prepared and aborted prepares.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: pod %s: %v\n", u, res.Errors[u])
 				}
 				return &exitError{code: 254, err: fmt.Errorf("%d pods not collected", len(ids))}
+			}
+			if res.Network != nil {
+				return &exitError{code: 254, err: errors.New("network resources of vanished pods not released")}
 			}
 			return nil
 		},

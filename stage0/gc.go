@@ -3,11 +3,13 @@ package stage0
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/lock"
 )
 
@@ -41,7 +43,36 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 			res.Removed = append(res.Removed, p.uuid)
 		}
 	}
+	if err := networking.GC(ctx, r.cfg.Net, r.podExists); err != nil {
+		res.Network = fmt.Errorf("cannot release the network resources of vanished pods: %w", err)
+		r.cfg.Logf("gc: %v", res.Network)
+	}
 	return res, nil
+}
+
+// podExists reports whether a pod directory named uuid exists in any state,
+// including one being created (prepare/.new-<uuid>). A name that is not a
+// pod UUID is not stage0's: it is reported as existing so it is left alone.
+func (r *Runtime) podExists(uuid string) bool {
+	if !uuidRe.MatchString(uuid) {
+		return true
+	}
+	candidates := []string{filepath.Join(r.stateDir(dirPrepare), newPodPrefix+uuid)}
+	for _, s := range podStateDirs {
+		candidates = append(candidates, filepath.Join(r.stateDir(s), uuid))
+	}
+	for _, c := range candidates {
+		if _, err := os.Lstat(c); err == nil {
+			return true
+		}
+	}
+	// a pod moving between two states may be missed once: look again
+	for _, s := range podStateDirs {
+		if _, err := os.Lstat(filepath.Join(r.stateDir(s), uuid)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // gcPod moves one pod forward in its lifecycle if it is due.

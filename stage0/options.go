@@ -153,6 +153,7 @@ type GCResult struct {
 	Collected []string         // UUIDs moved to garbage or removed
 	Removed   []string         // UUIDs whose directories were deleted
 	Errors    map[string]error // per pod failures (GC goes on with the others)
+	Network   error            // failure to release what vanished pods held in the network (CNI, IPs, iptables)
 }
 
 // TermSize is a terminal size.
