@@ -126,28 +126,29 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 	return foreground(ctx, rt, uuid, f.interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
 
-// fetchForRun makes the image available in the store (per --pull-policy)
-// and returns its ID; stage0 unpacks its layers.
+// fetchForRun makes the image available in the store (per --pull-policy),
+// with rkt fetch's per-layer progress bars when stderr is a terminal, and
+// returns its ID.
 func fetchForRun(ctx context.Context, s *store.Store, ref string, f *podFlags) (string, error) {
-	policy, err := store.ParsePullPolicy(f.pullPolicy)
+	o, err := fetchOptions(fetchFlags{pullPolicy: f.pullPolicy})
 	if err != nil {
 		return "", &exitError{code: 254, err: err}
 	}
-	if policy != store.PullUpdate {
+	if o.PullPolicy != store.PullUpdate {
 		if img, err := s.ResolveImage(ref); err == nil {
 			return img.ID, nil
 		}
 	}
-	regs, err := loadRegistryConfig()
-	if err != nil {
-		return "", err
+	var status func(string)
+	var bars *progressBars
+	if !f.noProgress && isTerminal(os.Stderr) {
+		bars = newProgressBars(os.Stderr, ref)
+		o.Progress, status = bars.Update, bars.SetStatus
 	}
-	img, err := s.Fetch(ctx, ref, store.FetchOptions{
-		PullPolicy:   policy,
-		Registries:   regs,
-		InsecureHTTP: insecure("http"),
-		InsecureTLS:  insecure("tls"),
-	})
+	img, err := fetchWithStatus(ctx, s, ref, o, status)
+	if bars != nil {
+		bars.Finish(err == nil)
+	}
 	if err != nil {
 		return "", fmt.Errorf("cannot fetch image %s: %w", ref, err)
 	}

@@ -27,6 +27,7 @@ type podFlags struct {
 	volumes      []string
 	setEnv       []string
 	pullPolicy   string
+	noProgress   bool
 	interactive  bool
 	detach       bool
 	annotations  []string
@@ -51,6 +52,7 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs.StringArrayVar(&f.volumes, "volume", nil, "pod volume NAME,kind=host|empty,source=PATH[,readOnly=true] (repeatable)")
 	fs.StringArrayVar(&f.setEnv, "set-env", nil, "environment variable KEY=VALUE for every app (repeatable)")
 	fs.StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch images: never, new, update")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "do not show image download progress")
 	fs.StringArrayVar(&f.annotations, "annotation", nil, "pod annotation KEY=VALUE (repeatable)")
 	fs.BoolVar(&f.sharedPID, "shared-pid", false, "the apps share one PID namespace")
 	fs.BoolVar(&f.hostPID, "host-pid", false, "the apps run in the host's PID namespace")
