@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -25,33 +26,51 @@ func stage1Slice(parent string) string {
 	return "system.slice"
 }
 
-// joinSystemdScope moves the supervisor into its own transient scope when
-// systemd is PID 1; failures are logged, never fatal.
-func joinSystemdScope(uuid, cgroupParent string) {
+// scopeStarter is the part of systemd's dbus API that creates a scope.
+type scopeStarter interface {
+	StartTransientUnitContext(ctx context.Context, name, mode string, props []systemddbus.Property, ch chan<- string) (int, error)
+	Close()
+}
+
+// dialSystemd connects to systemd over the system bus.
+func dialSystemd(ctx context.Context) (scopeStarter, error) {
+	return systemddbus.NewWithContext(ctx)
+}
+
+// joinSystemdScope moves the supervisor into its own transient scope. It
+// is called only when systemd is PID 1 (systemdRunning); on an error the
+// caller goes on in the cgroup it was started in.
+func joinSystemdScope(uuid, cgroupParent string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := systemddbus.NewWithContext(ctx)
+	return joinScope(ctx, dialSystemd, uuid, cgroupParent, os.Getpid())
+}
+
+// joinScope asks systemd (through dial) to create the pod's supervisor
+// scope holding pid, and waits for the job's result.
+func joinScope(ctx context.Context, dial func(context.Context) (scopeStarter, error), uuid, cgroupParent string, pid int) error {
+	name := stage1ScopeName(uuid)
+	conn, err := dial(ctx)
 	if err != nil {
-		logf("systemd: cannot connect to dbus, staying in the caller's cgroup: %v", err)
-		return
+		return fmt.Errorf("cannot connect to systemd to create scope %s: %w", name, err)
 	}
 	defer conn.Close()
 	props := []systemddbus.Property{
 		systemddbus.PropDescription("rkt pod " + uuid + " supervisor"),
 		systemddbus.PropSlice(stage1Slice(cgroupParent)),
-		systemddbus.PropPids(uint32(os.Getpid())),
+		systemddbus.PropPids(uint32(pid)),
 	}
 	done := make(chan string, 1)
-	if _, err := conn.StartTransientUnitContext(ctx, stage1ScopeName(uuid), "replace", props, done); err != nil {
-		logf("systemd: cannot create scope %s: %v", stage1ScopeName(uuid), err)
-		return
+	if _, err := conn.StartTransientUnitContext(ctx, name, "replace", props, done); err != nil {
+		return fmt.Errorf("cannot create scope %s: %w", name, err)
 	}
 	select {
 	case res := <-done:
 		if res != "done" {
-			logf("systemd: scope %s: %s", stage1ScopeName(uuid), res)
+			return fmt.Errorf("cannot create scope %s: systemd job %s", name, res)
 		}
+		return nil
 	case <-ctx.Done():
-		logf("systemd: scope %s: %v", stage1ScopeName(uuid), fmt.Errorf("timed out: %w", ctx.Err()))
+		return fmt.Errorf("cannot create scope %s: %w", name, errors.Join(errors.New("no answer from systemd"), ctx.Err()))
 	}
 }

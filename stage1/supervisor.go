@@ -133,7 +133,9 @@ func (sv *supervisor) setup() error {
 	sv.systemd = systemdRunning()
 	debugf("pod %s: %v systemd=%v", m.UUID, sv.limits, sv.systemd)
 	if sv.systemd {
-		joinSystemdScope(m.UUID, m.CgroupParent)
+		if err := joinSystemdScope(m.UUID, m.CgroupParent); err != nil {
+			logf("%v; staying in the caller's cgroup", err)
+		}
 	}
 	self := strconv.Itoa(os.Getpid())
 	sv.namespaces.ipc = "/proc/" + self + "/ns/ipc"
