@@ -5,6 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +88,33 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestPodNamedNetwork: --net=NAME attaches the pod to a network defined
+// by a CNI config file in <local config>/net.d.
+func TestPodNamedNetwork(t *testing.T) {
+	pe := newPodEnv(t)
+	n := time.Now().UnixNano()
+	bridge := fmt.Sprintf("rktn%d", n%100000)
+	subnet := fmt.Sprintf("10.252.%d.0/24", n%250)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
+	confDir := filepath.Join(pe.LocalConfig, "net.d")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"testnet","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipam":{"type":"host-local","subnet":%q}}]}`, bridge, subnet)
+	if err := os.WriteFile(filepath.Join(confDir, "10-testnet.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uuid := pe.runDetached("--net=testnet", pe.image, "--exec=/bin/sleep", "--", "600")
+	p := pe.waitState(uuid, "running", 10*time.Second)
+	_, ipnet, _ := net.ParseCIDR(subnet)
+	if len(p.Networks) != 1 || p.Networks[0].Name != "testnet" || !ipnet.Contains(net.ParseIP(p.podIP())) {
+		t.Fatalf("pod networks %+v, want one address in testnet %s", p.Networks, subnet)
+	}
+	r := pe.RunOK("enter", "--tty=false", uuid, "/bin/sh", "-c", "ip -4 addr show eth0")
+	if !strings.Contains(r.Stdout, p.podIP()+"/24") {
+		t.Errorf("eth0 in the pod lacks %s: %s", p.podIP(), r)
+	}
+	pe.RunOK("stop", "--timeout=1s", uuid)
 }
