@@ -204,14 +204,11 @@ func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.Li
 
 // containerMetrics computes every metric of a running container.
 func (c *criService) containerMetrics(ct *container) ([]*runtimeapi.Metric, error) {
-	spec, err := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
-	if err != nil {
-		return nil, err
+	if ct.app.Pid <= 0 {
+		return nil, invalidf("app %s has no process", ct.app.App.Name)
 	}
-	if spec.Linux == nil || spec.Linux.CgroupsPath == "" {
-		return nil, invalidf("app %s has no cgroup", ct.app.App.Name)
-	}
-	cg, err := cgstats.Read(spec.Linux.CgroupsPath)
+	// the cgroups of its process, whichever driver placed it
+	cg, err := cgstats.ReadPid(ct.app.Pid)
 	if err != nil {
 		return nil, err
 	}

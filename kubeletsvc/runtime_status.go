@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"context"
+	"os"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -44,12 +45,15 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 	return resp, nil
 }
 
-// RuntimeConfig reports the cgroup driver: stage0 manages cgroups with
-// cgroupfs paths.
+// RuntimeConfig reports the cgroup driver the pods use, so that the
+// kubelet picks the same: stage1 places apps with systemd when systemd is
+// the init system (/run/systemd/system exists), with cgroupfs otherwise.
 func (c *criService) RuntimeConfig(ctx context.Context, r *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
-	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{
-		CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS,
-	}}, nil
+	driver := runtimeapi.CgroupDriver_CGROUPFS
+	if fi, err := os.Lstat("/run/systemd/system"); err == nil && fi.IsDir() {
+		driver = runtimeapi.CgroupDriver_SYSTEMD
+	}
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver}}, nil
 }
 
 // UpdateRuntimeConfig takes the node's pod CIDR for the built-in default

@@ -51,9 +51,44 @@ func V2() bool {
 }
 
 // Read collects the stats of the cgroup at path (absolute, as in an OCI
-// spec's cgroupsPath).
+// spec's cgroupsPath, the same in every hierarchy).
 func Read(path string) (*Stats, error) {
-	r := &reader{s: &Stats{}, v2: V2(), path: path}
+	return read(&reader{s: &Stats{}, v2: V2(), path: path})
+}
+
+// ReadPid collects the stats of the cgroups process pid is in, as
+// /proc/<pid>/cgroup names them (whatever the cgroup driver).
+func ReadPid(pid int) (*Stats, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the cgroups of pid %d: %w", pid, err)
+	}
+	r := &reader{s: &Stats{}, v2: V2(), paths: parseProcCgroup(string(b))}
+	r.path = r.paths[""]
+	return read(r)
+}
+
+// parseProcCgroup maps each controller ("" for the unified hierarchy) to
+// the cgroup path in a /proc/<pid>/cgroup file.
+func parseProcCgroup(s string) map[string]string {
+	paths := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] == "" {
+			paths[""] = f[2]
+			continue
+		}
+		for _, ctrl := range strings.Split(f[1], ",") {
+			paths[ctrl] = f[2]
+		}
+	}
+	return paths
+}
+
+func read(r *reader) (*Stats, error) {
 	if r.v2 {
 		r.readV2()
 	} else {
@@ -67,17 +102,22 @@ func Read(path string) (*Stats, error) {
 }
 
 type reader struct {
-	s    *Stats
-	v2   bool
-	path string
-	err  error
+	s     *Stats
+	v2    bool
+	path  string            // the cgroup path, when the same in every hierarchy
+	paths map[string]string // per controller, from /proc/<pid>/cgroup
+	err   error
 }
 
 func (r *reader) file(ctrl, name string) string {
-	if r.v2 {
-		return filepath.Join(Root, r.path, name)
+	p := r.path
+	if q, ok := r.paths[ctrl]; ok && !r.v2 {
+		p = q
 	}
-	return filepath.Join(Root, ctrl, r.path, name)
+	if r.v2 {
+		return filepath.Join(Root, p, name)
+	}
+	return filepath.Join(Root, ctrl, p, name)
 }
 
 // uint reads a one-number file; "max" is 0.

@@ -77,3 +77,28 @@ func TestReadMissingCgroup(t *testing.T) {
 		t.Fatal("Read of a missing cgroup succeeded")
 	}
 }
+
+func TestParseProcCgroup(t *testing.T) {
+	in := "12:pids:/rkt/p/a\n4:cpu,cpuacct:/rkt/p/a\n1:name=systemd:/x\n0::/rkt/p/a2\n"
+	got := parseProcCgroup(in)
+	want := map[string]string{"pids": "/rkt/p/a", "cpu": "/rkt/p/a", "cpuacct": "/rkt/p/a", "name=systemd": "/x", "": "/rkt/p/a2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseProcCgroup = %v, want %v", got, want)
+	}
+}
+
+func TestReadPidSelf(t *testing.T) {
+	s, err := ReadPid(os.Getpid())
+	if err != nil {
+		t.Skipf("no readable cgroup for this process: %v", err)
+	}
+	found := false
+	for _, p := range s.Pids {
+		if p == os.Getpid() {
+			found = true
+		}
+	}
+	if !found || s.CPUUsageNanos == 0 || s.MemoryUsage == 0 {
+		t.Fatalf("ReadPid(self): pids %v cpu %d memory %d; want this process, cpu and memory used", s.Pids, s.CPUUsageNanos, s.MemoryUsage)
+	}
+}
