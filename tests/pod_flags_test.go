@@ -2,8 +2,10 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,4 +198,55 @@ func TestPodNamespaceFlags(t *testing.T) {
 		t.Errorf("--pid=target: the target should see the joiner's sleep: %s", r)
 	}
 	pe.RunOK("stop", "--timeout=1s", sb)
+}
+
+// TestPodVolumeReadOnlyAndPropagation: a read-only volume refuses writes;
+// with propagation=rslave a mount made on the host under the volume's
+// source after the pod started shows up in the app, with the default
+// (private) it does not.
+func TestPodVolumeReadOnlyAndPropagation(t *testing.T) {
+	pe := newPodEnv(t)
+	hostDir := t.TempDir()
+	// the source must be a shared mount for propagation to reach the app
+	for _, args := range [][]string{{"--bind", hostDir, hostDir}, {"--make-shared", hostDir}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mount %v: %v: %s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { syscall.Unmount(hostDir, syscall.MNT_DETACH) })
+	if err := os.MkdirAll(filepath.Join(hostDir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	r := pe.run("--volume=data,kind=host,source="+hostDir+",readOnly=true", pe.image, "--mount=volume=data,target=/data",
+		"--exec=/bin/sh", "--", "-c", "touch /data/x 2>&1; echo done")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "Read-only file system") {
+		t.Errorf("write to a read-only volume: %s", r)
+	}
+
+	start := func(propagation string) string {
+		mount := "--mount=volume=data,target=/data"
+		if propagation != "" {
+			mount += ",propagation=" + propagation
+		}
+		return pe.runDetached("--volume=data,kind=host,source="+hostDir, pe.image, mount, "--exec=/bin/sleep", "--", "600")
+	}
+	slave, private := start("rslave"), start("")
+	pe.waitState(slave, "running", 10*time.Second)
+	pe.waitState(private, "running", 10*time.Second)
+	sub := filepath.Join(hostDir, "sub")
+	if out, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", sub).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { syscall.Unmount(sub, syscall.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(sub, "late"), []byte("propagated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for uuid, want := range map[string]string{slave: "propagated", private: "absent"} {
+		r := pe.RunOK("enter", "--tty=false", uuid, "/bin/sh", "-c", "cat /data/sub/late 2>/dev/null || echo absent")
+		if strings.TrimSpace(r.Stdout) != want {
+			t.Errorf("pod %s sees %q in /data/sub, want %q", uuid, strings.TrimSpace(r.Stdout), want)
+		}
+	}
+	pe.RunOK("stop", "--timeout=1s", slave, private)
 }
