@@ -6,6 +6,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/rkt/rkt/pkg/envlist"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -48,14 +49,14 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
 	}
-	env := mergeEnv(cfg.Config.Env, o.Env)
-	if !hasEnv(env, "PATH") {
+	env := envlist.Merge(cfg.Config.Env, o.Env)
+	if !envlist.Has(env, "PATH") {
 		env = append(env, "PATH="+defaultPath)
 	}
-	if !hasEnv(env, "HOME") {
+	if !envlist.Has(env, "HOME") {
 		env = append(env, "HOME="+home)
 	}
-	if o.TTY && !hasEnv(env, "TERM") {
+	if o.TTY && !envlist.Has(env, "TERM") {
 		env = append(env, "TERM=xterm")
 	}
 	cwd := o.WorkingDir

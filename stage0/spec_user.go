@@ -1,15 +1,11 @@
 package stage0
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
-	"github.com/moby/sys/user"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/appuser"
 )
 
 // resolveUser turns a user spec (uid, name, uid:gid, name:group) and an
@@ -23,18 +19,9 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 		}
 		userSpec = name + ":" + group
 	}
-	passwd, err := rootfsFile(rootfs, "/etc/passwd")
+	eu, err := appuser.Lookup(rootfs, userSpec)
 	if err != nil {
 		return specs.User{}, "", err
-	}
-	groupPath, err := rootfsFile(rootfs, "/etc/group")
-	if err != nil {
-		return specs.User{}, "", err
-	}
-	defaults := &user.ExecUser{Uid: 0, Gid: 0, Home: "/"}
-	eu, err := user.GetExecUserPath(userSpec, defaults, passwd, groupPath)
-	if err != nil {
-		return specs.User{}, "", fmt.Errorf("cannot resolve user %q in the image: %w", userSpec, err)
 	}
 	u := specs.User{UID: uint32(eu.Uid), GID: uint32(eu.Gid)}
 	seen := map[uint32]bool{u.GID: true}
@@ -57,52 +44,6 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 		u.AdditionalGids = []uint32{}
 	}
 	return u, eu.Home, nil
-}
-
-// rootfsFile resolves path inside rootfs without following symlinks out of
-// it; a missing file gives "" (the user library then uses defaults for
-// numeric ids).
-func rootfsFile(rootfs, path string) (string, error) {
-	if rootfs == "" {
-		return "", nil
-	}
-	p, err := securejoin.SecureJoin(rootfs, path)
-	if err != nil {
-		return "", fmt.Errorf("cannot resolve %s in the app's rootfs: %w", path, err)
-	}
-	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	return p, nil
-}
-
-// mergeEnv returns base with every KEY=VALUE of over replacing or appended.
-func mergeEnv(base, over []string) []string {
-	out := append([]string{}, base...)
-	idx := map[string]int{}
-	for i, kv := range out {
-		k, _, _ := strings.Cut(kv, "=")
-		idx[k] = i
-	}
-	for _, kv := range over {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[k]; ok {
-			out[i] = kv
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, kv)
-	}
-	return out
-}
-
-func hasEnv(env []string, key string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, key+"=") {
-			return true
-		}
-	}
-	return false
 }
 
 func copyMap(m map[string]string) map[string]string {

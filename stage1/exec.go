@@ -7,13 +7,14 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/pkg/appuser"
+	"github.com/rkt/rkt/pkg/envlist"
 	"github.com/rkt/rkt/stage1/control"
 )
 
@@ -69,12 +70,12 @@ func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *e
 	}
 	p := newProcess(spec.Process, false)
 	p.Args = req.Exec.Args
-	p.Env = mergeEnv(spec.Process.Env, req.Exec.Env)
+	p.Env = envlist.Merge(spec.Process.Env, req.Exec.Env)
 	if req.Exec.Cwd != "" {
 		p.Cwd = req.Exec.Cwd
 	}
 	if req.Exec.User != "" {
-		u, err := resolveUser(spec.Root.Path, req.Exec.User)
+		u, err := appuser.Lookup(spec.Root.Path, req.Exec.User)
 		if err != nil {
 			return nil, nil, errInvalid("exec in %q: %v", req.App, err)
 		}
@@ -222,25 +223,4 @@ func resizePty(pty *os.File, sz control.TermSize) {
 			debugf("resize: %v", err)
 		}
 	})
-}
-
-// mergeEnv returns base with the KEY=VALUE entries of extra added or
-// replacing those with the same key.
-func mergeEnv(base, extra []string) []string {
-	out := append([]string(nil), base...)
-	idx := map[string]int{}
-	for i, kv := range out {
-		k, _, _ := strings.Cut(kv, "=")
-		idx[k] = i
-	}
-	for _, kv := range extra {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[k]; ok {
-			out[i] = kv
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, kv)
-	}
-	return out
 }

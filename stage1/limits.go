@@ -9,6 +9,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/rlimit"
 )
 
 // limits records what this process may set for its apps: without
@@ -52,33 +54,13 @@ func (l limits) clampOOMScoreAdj(v int) int {
 	return v
 }
 
-var rlimitNames = map[string]int{
-	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_CPU": unix.RLIMIT_CPU,
-	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS,
-	"RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK, "RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE,
-	"RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_RSS": unix.RLIMIT_RSS,
-	"RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO, "RLIMIT_RTTIME": unix.RLIMIT_RTTIME, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
-	"RLIMIT_STACK": unix.RLIMIT_STACK,
-}
-
 func (l limits) clampRlimit(r *specs.POSIXRlimit) {
 	if l.sysResource {
 		return
 	}
-	res, ok := rlimitNames[r.Type]
-	if !ok {
-		return
-	}
-	var cur unix.Rlimit
-	if err := unix.Getrlimit(res, &cur); err != nil {
-		return
-	}
-	if r.Hard > cur.Max {
-		debugf("clamping %s hard limit %d to %d (no CAP_SYS_RESOURCE)", r.Type, r.Hard, cur.Max)
-		r.Hard = cur.Max
-	}
-	if r.Soft > r.Hard {
-		r.Soft = r.Hard
+	was := *r
+	if rlimit.Clamp(r) {
+		debugf("clamping %s %d/%d to %d/%d (no CAP_SYS_RESOURCE)", r.Type, was.Soft, was.Hard, r.Soft, r.Hard)
 	}
 }
 

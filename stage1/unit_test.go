@@ -1,7 +1,6 @@
 package main
 
 import (
-	"slices"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -26,14 +25,6 @@ func TestParseSignal(t *testing.T) {
 	}
 	if _, err := parseSignal("SIGNOPE"); err == nil {
 		t.Error("unknown signal accepted")
-	}
-}
-
-func TestMergeEnv(t *testing.T) {
-	got := mergeEnv([]string{"PATH=/bin", "A=1"}, []string{"A=2", "B=3"})
-	want := []string{"PATH=/bin", "A=2", "B=3"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

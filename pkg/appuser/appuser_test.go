@@ -1,0 +1,65 @@
+package appuser
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestLookup(t *testing.T) {
+	root := t.TempDir()
+	etc := filepath.Join(root, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("passwd", "root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www:/var/www:/bin/false\n")
+	write("group", "root:x:0:\nwww-data:x:33:\nextra:x:50:www-data\n")
+	// a symlink pointing out of the rootfs is resolved inside it
+	escape := filepath.Join(t.TempDir(), "rootfs")
+	if err := os.MkdirAll(filepath.Join(escape, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(escape, "etc", "passwd")); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		rootfs, spec string
+		uid, gid     int
+		home         string
+		sgids        []int
+		wantErr      bool
+	}{
+		{rootfs: root, spec: "", uid: 0, gid: 0, home: "/root"},
+		{rootfs: root, spec: "www-data", uid: 33, gid: 33, home: "/var/www", sgids: []int{50}},
+		{rootfs: root, spec: "www-data:extra", uid: 33, gid: 50, home: "/var/www"},
+		{rootfs: root, spec: "1234:4321", uid: 1234, gid: 4321, home: "/"},
+		{rootfs: root, spec: "nosuchuser", wantErr: true},
+		{rootfs: "", spec: "1000", uid: 1000, gid: 0, home: "/"},
+		{rootfs: "", spec: "daemon", wantErr: true},
+		{rootfs: escape, spec: "root", wantErr: true}, // the host's /etc/passwd is not read
+	}
+	for _, tc := range tests {
+		u, err := Lookup(tc.rootfs, tc.spec)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("Lookup(%q, %q) = %+v, want an error", tc.rootfs, tc.spec, u)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Lookup(%q, %q): %v", tc.rootfs, tc.spec, err)
+			continue
+		}
+		if u.Uid != tc.uid || u.Gid != tc.gid || u.Home != tc.home || !slices.Equal(u.Sgids, tc.sgids) {
+			t.Errorf("Lookup(%q, %q) = uid %d gid %d home %q sgids %v, want %d %d %q %v",
+				tc.rootfs, tc.spec, u.Uid, u.Gid, u.Home, u.Sgids, tc.uid, tc.gid, tc.home, tc.sgids)
+		}
+	}
+}
