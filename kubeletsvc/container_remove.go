@@ -29,8 +29,5 @@ func (c *criService) RemoveContainer(ctx context.Context, r *runtimeapi.RemoveCo
 
 // forgetContainer drops what the service keeps in memory about a container.
 func (c *criService) forgetContainer(id string) {
-	c.mu.Lock()
-	delete(c.resources, id)
-	c.mu.Unlock()
 	c.stats.forget(id)
 }

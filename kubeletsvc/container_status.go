@@ -6,6 +6,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -32,11 +33,13 @@ func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.Containe
 			st.Resources = &runtimeapi.ContainerResources{Linux: criResources(spec.Linux.Resources, spec.Process.OOMScoreAdj)}
 		}
 	}
-	c.mu.Lock()
-	if res := c.resources[ct.id]; res != nil {
-		st.Resources = &runtimeapi.ContainerResources{Linux: res}
+	if st.Resources != nil && ct.app.State == schema.AppRunning && ct.app.Pid > 0 {
+		// the limits in force, which UpdateContainerResources may have
+		// changed since the spec was written
+		if cg, err := cgstats.ReadPid(ct.app.Pid); err == nil {
+			liveResources(st.Resources.Linux, cg)
+		}
 	}
-	c.mu.Unlock()
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if r.GetVerbose() {
 		info := map[string]any{
@@ -115,4 +118,28 @@ func (c *criService) containerStatus(ct *container) *runtimeapi.ContainerStatus 
 		}
 	}
 	return st
+}
+
+// unlimited is the smallest value the kernel reports for "no limit".
+const unlimited = 1 << 62
+
+// liveResources overwrites the CPU and memory limits of res with those the
+// container's cgroups enforce (0 for none, as in CRI).
+func liveResources(res *runtimeapi.LinuxContainerResources, cg *cgstats.Stats) {
+	if cg.CPUShares > 0 {
+		res.CpuShares = int64(cg.CPUShares)
+	}
+	if cg.CPUPeriodMicros > 0 {
+		res.CpuPeriod = int64(cg.CPUPeriodMicros)
+	}
+	res.CpuQuota = max(cg.CPUQuotaMicros, 0)
+	res.MemoryLimitInBytes = limit(cg.MemoryLimit)
+	res.MemorySwapLimitInBytes = limit(cg.MemorySwapLimit)
+}
+
+func limit(v uint64) int64 {
+	if v >= unlimited {
+		return 0
+	}
+	return int64(v)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -27,9 +26,6 @@ func (c *criService) UpdateContainerResources(ctx context.Context, r *runtimeapi
 	if err := c.rt.UpdateAppResources(ctx, ct.sb.ID(), ct.app.App.Name, linuxResources(res)); err != nil {
 		return nil, fmt.Errorf("cannot update the resources of container %s: %w", ct.id, err)
 	}
-	c.mu.Lock()
-	c.resources[ct.id] = proto.Clone(res).(*runtimeapi.LinuxContainerResources)
-	c.mu.Unlock()
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
@@ -33,9 +32,6 @@ type criService struct {
 	events         *eventBus
 	stats          *cpuSampler
 	stopping       <-chan struct{} // closed when the service shuts down
-
-	mu        sync.Mutex
-	resources map[string]*runtimeapi.LinuxContainerResources // container ID -> last update
 }
 
 func newCRIService(cfg Config) (*criService, error) {
@@ -68,7 +64,6 @@ func newCRIService(cfg Config) (*criService, error) {
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
-		resources:      map[string]*runtimeapi.LinuxContainerResources{},
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
 	"github.com/rkt/rkt/stage0"
 )
 
@@ -190,5 +191,16 @@ func TestCheckUserns(t *testing.T) {
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: checkUserns = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestLiveResources(t *testing.T) {
+	res := &runtimeapi.LinuxContainerResources{CpuShares: 2, CpusetCpus: "0", MemoryLimitInBytes: 1 << 20, CpuQuota: 5}
+	liveResources(res, &cgstats.Stats{CPUShares: 512, CPUPeriodMicros: 100000, CPUQuotaMicros: -1,
+		MemoryLimit: 9223372036854771712, MemorySwapLimit: 256 << 20})
+	want := &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 0, CpusetCpus: "0",
+		MemoryLimitInBytes: 0, MemorySwapLimitInBytes: 256 << 20}
+	if !proto.Equal(res, want) {
+		t.Fatalf("liveResources = %v, want %v", res, want)
 	}
 }
