@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -22,14 +23,8 @@ func appAttachCmd() *cobra.Command {
 		Use:   "attach UUID --app=NAME",
 		Short: "Attach to the stdio of a running app (created with --stdin or --tty)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			ps, err := rt.Status(ctx, args[0])
+		RunE: onePod(&rf, func(ctx context.Context, _ *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+			ps, err := rt.Status(ctx, uuid)
 			if err != nil {
 				return err
 			}
@@ -51,7 +46,7 @@ func appAttachCmd() *cobra.Command {
 				return nil // detached by the user
 			}
 			return err
-		},
+		}),
 	}, &rf)
 	cmd.Flags().StringVar(&app, "app", "", "the app (needed when the pod has several)")
 	cmd.Flags().BoolVar(&noStdin, "no-stdin", false, "do not forward this process's stdin")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -87,18 +86,12 @@ func appOp(use, short string, op func(ctx context.Context, rt *stage0.Runtime, u
 		Use:   use + " UUID --app=NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			if err := op(ctx, rt, args[0], app, timeout); err != nil {
-				return fmt.Errorf("cannot %s app %q of pod %s: %w", use, app, args[0], err)
+		RunE: onePod(&rf, func(ctx context.Context, _ *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+			if err := op(ctx, rt, uuid, app, timeout); err != nil {
+				return fmt.Errorf("cannot %s app %q of pod %s: %w", use, app, uuid, err)
 			}
 			return nil
-		},
+		}),
 	}, &rf)
 	cmd.Flags().StringVar(&app, "app", "", "the app's name")
 	cmd.MarkFlagRequired("app")
@@ -134,15 +127,11 @@ func appListCmd() *cobra.Command {
 		Use:   "list UUID",
 		Short: "List the apps of a pod",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ps, err := rt.Status(cmd.Context(), args[0])
+			ps, err := rt.Status(ctx, uuid)
 			if err != nil {
 				return err
 			}
@@ -168,7 +157,7 @@ func appListCmd() *cobra.Command {
 					formatTime(a.FinishedAt, now, full), code, a.ImageRef)
 			}
 			return tw.Flush()
-		},
+		}),
 	}, &rf)
 	cmd.Flags().StringVar(&format, "format", "", "output format: json or json-pretty")
 	cmd.Flags().BoolVar(&noLegend, "no-legend", false, "do not print the table header")
@@ -183,15 +172,11 @@ func appStatusCmd() *cobra.Command {
 		Use:   "status UUID --app=NAME",
 		Short: "Show the status of an app",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ps, err := rt.Status(cmd.Context(), args[0])
+			ps, err := rt.Status(ctx, uuid)
 			if err != nil {
 				return err
 			}
@@ -230,7 +215,7 @@ func appStatusCmd() *cobra.Command {
 				return nil
 			}
 			return fmt.Errorf("pod %s has no app %q: %w", ps.UUID, app, stage0.ErrAppNotFound)
-		},
+		}),
 	}, &rf)
 	cmd.Flags().StringVar(&app, "app", "", "the app's name")
 	cmd.MarkFlagRequired("app")
@@ -239,31 +224,9 @@ func appStatusCmd() *cobra.Command {
 }
 
 func appExecCmd() *cobra.Command {
-	var rf runtimeFlags
-	var app, tty string
-	cmd := podCommand(&cobra.Command{
+	return execCommand(&cobra.Command{
 		Use:   "exec UUID --app=NAME [--tty] -- CMD [ARGS...]",
 		Short: "Run a command in a running app",
 		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			useTTY := tty == "true" || (tty == "auto" && isTerminalFd(int(os.Stdin.Fd())) && isTerminalFd(int(os.Stdout.Fd())))
-			code, err := execIn(ctx, rt, args[0], stage0.ExecOptions{App: app, Args: args[1:], TTY: useTTY}, false)
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
-		},
-	}, &rf)
-	cmd.Flags().StringVar(&app, "app", "", "the app's name (needed when the pod has several)")
-	cmd.Flags().StringVar(&tty, "tty", "false", "allocate a terminal: true, false or auto")
-	return cmd
+	}, false, "false")
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 func init() {
@@ -15,12 +18,8 @@ func init() {
 		Short:             "Print a pod's manifest",
 		ValidArgsFunction: completePods(),
 		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			pm, err := rt.Manifest(args[0])
+		RunE: onePod(&rf, func(_ context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+			pm, err := rt.Manifest(uuid)
 			if err != nil {
 				return err
 			}
@@ -35,7 +34,7 @@ func init() {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), string(b))
 			return nil
-		},
+		}),
 	}, &rf)
 	cmd.Flags().BoolVar(&pretty, "pretty-print", true, "indent the JSON")
 	subcommands = append(subcommands, cmd)

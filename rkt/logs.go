@@ -19,15 +19,9 @@ func init() {
 		Short:             "Print the output of a pod's apps",
 		ValidArgsFunction: completePods(),
 		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			return showLogs(ctx, rt, args[0], apps, follow, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+			return showLogs(ctx, rt, uuid, apps, follow, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		}),
 	}, &rf)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the pod exits")
 	cmd.Flags().StringSliceVar(&apps, "app", nil, "only these apps")

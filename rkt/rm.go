@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 func init() {
@@ -17,31 +20,9 @@ func init() {
 		Use:               "rm UUID...",
 		Short:             "Remove pods that are not running",
 		ValidArgsFunction: completePods(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			args, err := uuidArgs(args, uuidFile)
-			if err != nil {
-				return err
-			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			failed := 0
-			for _, u := range args {
-				if err := rt.Remove(ctx, u, force); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot remove pod %s: %v\n", u, err)
-					failed++
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", u)
-			}
-			if failed > 0 {
-				return &exitError{code: 254, err: fmt.Errorf("%d of %d pods not removed", failed, len(args))}
-			}
-			return nil
-		},
+		RunE: eachPod(&rf, &uuidFile, "remove", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
+			return rt.Remove(ctx, uuid, force)
+		}),
 	}, &rf)
 	cmd.Flags().BoolVar(&force, "force", false, "stop running pods first")
 	cmd.Flags().StringVar(&uuidFile, "uuid-file", "", "read the pod UUID from this file")

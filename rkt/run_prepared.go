@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -16,17 +17,7 @@ func init() {
 		Short:             "Run a prepared pod",
 		ValidArgsFunction: completePods(stage0.PodPrepared),
 		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			uuid, err := rt.ResolveUUID(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
 			if err := rt.RunPrepared(ctx, uuid); err != nil {
 				return fmt.Errorf("cannot run pod %s: %w", uuid, err)
 			}
@@ -35,7 +26,7 @@ func init() {
 				return nil
 			}
 			return foreground(ctx, rt, uuid, interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		}),
 	}, &rf)
 	cmd.Flags().BoolVar(&detach, "detach", false, "start the pod and return")
 	cmd.Flags().BoolVar(&interactive, "interactive", false, "attach this terminal to the pod's (single, tty) app")

@@ -19,17 +19,12 @@ func init() {
 		Short:             "Show the status of a pod",
 		ValidArgsFunction: completePods(),
 		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
 			var ps *stage0.PodStatus
+			var err error
 			if wait != "" {
 				if wait != "forever" {
 					d, err := time.ParseDuration(wait)
@@ -40,15 +35,15 @@ func init() {
 					ctx, c = context.WithTimeout(ctx, d)
 					defer c()
 				}
-				ps, err = rt.Wait(ctx, args[0])
+				ps, err = rt.Wait(ctx, uuid)
 			} else {
-				ps, err = rt.Status(ctx, args[0])
+				ps, err = rt.Status(ctx, uuid)
 			}
 			if err != nil {
 				return err
 			}
 			return printStatus(cmd.OutOrStdout(), ps, format)
-		},
+		}),
 	}, &rf)
 	cmd.Flags().StringVar(&format, "format", "", "output format: json or json-pretty")
 	cmd.Flags().StringVar(&wait, "wait", "", "wait for the pod to exit (optionally at most this long, e.g. --wait=30s)")

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,31 +18,9 @@ func init() {
 		Use:               "stop UUID...",
 		Short:             "Stop running pods",
 		ValidArgsFunction: completePods(stage0.PodRunning),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			args, err := uuidArgs(args, uuidFile)
-			if err != nil {
-				return err
-			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			failed := 0
-			for _, u := range args {
-				if err := rt.Stop(ctx, u, stage0.StopOptions{Force: force, Timeout: timeout}); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot stop pod %s: %v\n", u, err)
-					failed++
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", u)
-			}
-			if failed > 0 {
-				return &exitError{code: 254, err: fmt.Errorf("%d of %d pods not stopped", failed, len(args))}
-			}
-			return nil
-		},
+		RunE: eachPod(&rf, &uuidFile, "stop", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
+			return rt.Stop(ctx, uuid, stage0.StopOptions{Force: force, Timeout: timeout})
+		}),
 	}, &rf)
 	cmd.Flags().BoolVar(&force, "force", false, "kill the pod right away (SIGKILL) instead of stopping its apps gracefully")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period of the apps before they are killed")

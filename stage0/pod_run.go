@@ -34,29 +34,36 @@ func (r *Runtime) prepareLocked(ctx context.Context, opts PrepareOptions) (*pod,
 }
 
 func (r *Runtime) prepare(ctx context.Context, opts PrepareOptions) (string, error) {
-	p, l, err := r.prepareLocked(ctx, opts)
+	p, l, err := r.prepareToPrepared(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	if err := r.move(p, dirPrepared); err != nil {
-		removePodDir(p.dir)
-		return "", err
-	}
+	l.Close()
 	return p.uuid, nil
 }
 
 func (r *Runtime) run(ctx context.Context, opts PrepareOptions) (string, error) {
-	p, l, err := r.prepareLocked(ctx, opts)
+	p, l, err := r.prepareToPrepared(ctx, opts)
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
+	return p.uuid, r.startPod(ctx, p, l, modeRun)
+}
+
+// prepareToPrepared writes the pod and moves it to prepared; it returns it
+// locked.
+func (r *Runtime) prepareToPrepared(ctx context.Context, opts PrepareOptions) (*pod, *lock.FileLock, error) {
+	p, l, err := r.prepareLocked(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := r.move(p, dirPrepared); err != nil {
 		removePodDir(p.dir)
-		return "", err
+		l.Close()
+		return nil, nil, err
 	}
-	return p.uuid, r.startPod(ctx, p, l, modeRun)
+	return p, l, nil
 }
 
 func (r *Runtime) runPrepared(ctx context.Context, uuid string, mode stage1Mode) error {

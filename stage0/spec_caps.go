@@ -89,6 +89,23 @@ func normalizeCap(c string) (string, error) {
 	return "", fmt.Errorf("unknown capability %q: %w", c, ErrInvalid)
 }
 
+// expandCaps normalizes capability names, ALL standing for every known one.
+func expandCaps(caps, known []string) ([]string, error) {
+	var out []string
+	for _, c := range caps {
+		n, err := normalizeCap(c)
+		if err != nil {
+			return nil, err
+		}
+		if n == "ALL" {
+			out = append(out, known...)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // capabilities computes the app's capability sets.
 func capabilities(o AppOptions) (*specs.LinuxCapabilities, error) {
 	known := knownCaps()
@@ -97,32 +114,20 @@ func capabilities(o AppOptions) (*specs.LinuxCapabilities, error) {
 	case o.Privileged:
 		set = append(set, known...)
 	case o.CapsRetain != nil:
-		for _, c := range o.CapsRetain {
-			n, err := normalizeCap(c)
-			if err != nil {
-				return nil, err
-			}
-			if n == "ALL" {
-				set = append(set, known...)
-				continue
-			}
-			set = append(set, n)
+		retain, err := expandCaps(o.CapsRetain, known)
+		if err != nil {
+			return nil, err
 		}
+		set = append(set, retain...)
 	default:
 		set = append(set, defaultCaps...)
 	}
 	if !o.Privileged {
-		for _, c := range o.CapsAdd {
-			n, err := normalizeCap(c)
-			if err != nil {
-				return nil, err
-			}
-			if n == "ALL" {
-				set = append(set, known...)
-				continue
-			}
-			set = append(set, n)
+		add, err := expandCaps(o.CapsAdd, known)
+		if err != nil {
+			return nil, err
 		}
+		set = append(set, add...)
 	}
 	drop := map[string]bool{}
 	for _, c := range o.CapsDrop {
