@@ -20,11 +20,7 @@ const defaultStopTimeout = 10 * time.Second
 
 // runningPod finds a pod and checks that its supervisor runs.
 func (r *Runtime) runningPod(uuid string) (*pod, error) {
-	p, err := r.findPod(uuid)
-	if err != nil {
-		return nil, err
-	}
-	st, err := p.podState()
+	p, st, err := r.findPodState(uuid)
 	if err != nil {
 		return nil, err
 	}

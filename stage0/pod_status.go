@@ -157,11 +157,7 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 
 func (r *Runtime) wait(ctx context.Context, uuid string) (*PodStatus, error) {
 	for {
-		p, err := r.findPod(uuid)
-		if err != nil {
-			return nil, err
-		}
-		st, err := p.podState()
+		p, st, err := r.findPodState(uuid)
 		if err != nil {
 			return nil, err
 		}

@@ -18,11 +18,7 @@ import (
 const supervisorExitTimeout = 30 * time.Second
 
 func (r *Runtime) stop(ctx context.Context, uuid string, opts StopOptions) error {
-	p, err := r.findPod(uuid)
-	if err != nil {
-		return err
-	}
-	st, err := p.podState()
+	p, st, err := r.findPodState(uuid)
 	if err != nil {
 		return err
 	}
@@ -110,11 +106,7 @@ func (r *Runtime) killSupervisor(p *pod) bool {
 }
 
 func (r *Runtime) remove(ctx context.Context, uuid string, force bool) error {
-	p, err := r.findPod(uuid)
-	if err != nil {
-		return err
-	}
-	st, err := p.podState()
+	p, st, err := r.findPodState(uuid)
 	if err != nil {
 		return err
 	}

@@ -122,6 +122,19 @@ func (r *Runtime) findPod(prefix string) (*pod, error) {
 	return nil, fmt.Errorf("pod %q: %w", prefix, ErrPodNotFound)
 }
 
+// findPodState resolves a UUID or unique prefix and reads the pod's state.
+func (r *Runtime) findPodState(uuid string) (*pod, PodState, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := p.podState()
+	if err != nil {
+		return nil, "", err
+	}
+	return p, st, nil
+}
+
 // refind locates a pod again after it may have moved.
 func (r *Runtime) refind(p *pod) (*pod, error) {
 	if _, err := os.Stat(p.dir); err == nil {
