@@ -25,18 +25,7 @@ func TestPodSurvivesKilledRkt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var uuid string
-	deadline := time.Now().Add(20 * time.Second)
-	for uuid == "" {
-		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
-			uuid = strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("rkt run did not save the UUID")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	pe.TrackPod(uuid)
+	uuid := pe.waitUUIDFile(uuidFile, func() {})
 	pe.waitState(uuid, "running", 10*time.Second)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -111,16 +100,7 @@ func TestPodInterruptStopsPod(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var uuid string
-	for deadline := time.Now().Add(20 * time.Second); uuid == ""; time.Sleep(20 * time.Millisecond) {
-		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
-			uuid = strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("rkt run did not save the UUID")
-		}
-	}
-	pe.TrackPod(uuid)
+	uuid := pe.waitUUIDFile(uuidFile, func() { cmd.Process.Kill() })
 	pe.waitState(uuid, "running", 10*time.Second)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
@@ -148,18 +128,7 @@ func TestPodSurvivesKilledSession(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var uuid string
-	for deadline := time.Now().Add(20 * time.Second); uuid == ""; time.Sleep(20 * time.Millisecond) {
-		if b, _ := exec.Command("cat", uuidFile).Output(); len(b) > 0 {
-			uuid = strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
-			t.Fatal("rkt run --detach did not save the UUID")
-		}
-	}
-	pe.TrackPod(uuid)
+	uuid := pe.waitUUIDFile(uuidFile, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	pe.waitState(uuid, "running", 10*time.Second)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	cmd.Wait()

@@ -66,6 +66,24 @@ func (pe *podEnv) runDetached(args ...string) string {
 	return uuid
 }
 
+// waitUUIDFile waits until rkt wrote the pod's UUID to path
+// (--uuid-file-save) and tracks the pod; on timeout it calls abort (to
+// kill what the test started) and fails the test.
+func (pe *podEnv) waitUUIDFile(path string, abort func()) string {
+	pe.T.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); len(strings.TrimSpace(string(b))) > 0 {
+			uuid := strings.TrimSpace(string(b))
+			pe.TrackPod(uuid)
+			return uuid
+		}
+		if time.Now().After(deadline) {
+			abort()
+			pe.T.Fatalf("rkt did not save the pod UUID to %s", path)
+		}
+	}
+}
+
 // podJSON is the subset of `rkt status --format=json` the tests read.
 type podJSON struct {
 	UUID     string `json:"uuid"`
