@@ -8,6 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/rkt/rkt/pkg/chanmap"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -48,29 +49,9 @@ func (r *Runtime) attach(ctx context.Context, uuid string, o AttachOptions) erro
 
 // convertResize forwards TermSize values to the control client's type.
 func convertResize(ctx context.Context, in <-chan TermSize) <-chan control.TermSize {
-	if in == nil {
-		return nil
-	}
-	out := make(chan control.TermSize)
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case sz, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- control.TermSize{Width: sz.Width, Height: sz.Height}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out
+	return chanmap.Map(ctx, in, func(sz TermSize) control.TermSize {
+		return control.TermSize{Width: sz.Width, Height: sz.Height}
+	})
 }
 
 func (r *Runtime) updateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
