@@ -22,6 +22,8 @@ func TestFetchArchives(t *testing.T) {
 	testutil.WriteOCIArchive(t, oci, img, "v1")
 	docker := filepath.Join(dir, "img.docker.tar")
 	testutil.WriteDockerArchive(t, docker, "example.com/team/app:1.2", img)
+	docker25 := filepath.Join(dir, "img.docker25.tar")
+	testutil.WriteDockerArchiveOCI(t, docker25, "example.com/team/app:25", img)
 	crane := filepath.Join(dir, "img.crane.tar")
 	testutil.WriteDockerArchiveGGCR(t, crane, "example.com/team/app:1.3", img)
 	layoutDir := filepath.Join(dir, "layout")
@@ -41,6 +43,8 @@ func TestFetchArchives(t *testing.T) {
 		{"oci-archive", "oci-archive:" + oci, ""},
 		{"docker-archive", "docker-archive:" + docker, "example.com/team/app:1.2"},
 		{"docker-archive-compressed", "docker-archive:" + crane, "example.com/team/app:1.3"},
+		{"docker-archive-docker25", "docker-archive:" + docker25, "example.com/team/app:25"},
+		{"oci-archive-docker25", "oci-archive:" + docker25, ""}, // Docker 25's save is an OCI layout too
 		{"oci-layout-tag", "oci:" + layoutDir + ":v2", ""},
 		{"oci-layout-single", "oci:" + single, ""},
 		{"oci-archive-tag", "oci-archive:" + multiArchive + ":v2", ""},
