@@ -70,15 +70,17 @@ func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
 			bars.Finish(err == nil)
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: fetch of %s interrupted\n", ref)
+				failed = append(failed, ref)
+				break
+			}
 			if strings.Contains(err.Error(), strings.TrimPrefix(ref, "docker://")) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: %v\n", err) // the error names the image already
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: cannot fetch %s: %v\n", ref, err)
 			}
 			failed = append(failed, ref)
-			if ctx.Err() != nil {
-				break
-			}
 			continue
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), img.ID)

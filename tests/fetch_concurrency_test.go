@@ -230,6 +230,9 @@ func TestFetchInterrupted(t *testing.T) {
 	if err == nil {
 		t.Fatalf("interrupted fetch succeeded: %s", out.String())
 	}
+	if !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("rkt does not say the fetch was interrupted: %s", out.String())
+	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("rkt took %s to stop after SIGINT", d)
 	}
