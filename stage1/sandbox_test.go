@@ -251,8 +251,11 @@ func TestNoLeaksAcrossRestarts(t *testing.T) {
 	for range 10 {
 		cycle()
 	}
-	time.Sleep(100 * time.Millisecond)
+	// the last cycle's connections close asynchronously: wait for it
 	fds1, threads := count()
+	for deadline := time.Now().Add(5 * time.Second); fds1 > fds0 && time.Now().Before(deadline); fds1, threads = count() {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if fds1 > fds0 {
 		t.Errorf("supervisor fds: %d after one cycle, %d after ten more", fds0, fds1)
 	}
