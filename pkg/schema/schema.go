@@ -21,6 +21,7 @@ const (
 	Stage1Socket    = "stage1.sock"   // control socket of the supervisor
 	Stage1LogFile   = "stage1.log"    // the supervisor's own stdout/stderr
 	AppsDir         = "apps"          // one directory per app
+	UserNSFile      = "userns"        // bind-mounted user namespace (only when PodManifest.UserNS is set)
 )
 
 // File names inside an app directory (<pod>/apps/<name>/).
@@ -54,7 +55,10 @@ type PodManifest struct {
 	// whole, set by stage0 before stage1 starts (cgroupfs driver).
 	Resources   *specs.LinuxResources `json:"resources,omitempty"`
 	Annotations map[string]string     `json:"annotations,omitempty"`
-	CreatedAt   time.Time             `json:"createdAt"`
+	// UserNS, when set, gives the pod a user namespace with these mappings
+	// that every app joins; nil keeps the apps in the host's.
+	UserNS    *UserNamespace `json:"userNS,omitempty"`
+	CreatedAt time.Time      `json:"createdAt"`
 }
 
 // App is one application of a pod: rkt-level metadata. How it runs is in the
@@ -126,3 +130,19 @@ type AppStatus struct {
 	StartedAt  time.Time `json:"startedAt,omitempty"`
 	FinishedAt time.Time `json:"finishedAt,omitempty"`
 }
+
+// UserNamespace is a pod's user namespace: one uid and one gid range, each
+// mapping container ID 0.
+type UserNamespace struct {
+	UIDMappings []specs.LinuxIDMapping `json:"uidMappings"`
+	GIDMappings []specs.LinuxIDMapping `json:"gidMappings"`
+}
+
+// Well-known annotations, set by whoever creates a pod or app and shown by
+// the CLI.
+const (
+	// AnnotationDisplayName is a human name of a pod or app that is not
+	// its rkt name, e.g. "namespace/name" of a Kubernetes pod or the
+	// container name of a Kubernetes container.
+	AnnotationDisplayName = "rkt.io/display-name"
+)
