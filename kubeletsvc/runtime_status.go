@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -26,7 +27,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 			Name: "",
 			Features: &runtimeapi.RuntimeHandlerFeatures{
 				RecursiveReadOnlyMounts: true,
-				UserNamespaces:          false,
+				UserNamespaces:          true,
 			},
 		}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
@@ -35,6 +36,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 		cfg := c.rt.Config()
 		resp.Info = map[string]string{"config": toJSON(map[string]any{
 			"dataDir":       cfg.DataDir,
+			"stateDir":      filepath.Join(cfg.DataDir, "pods"), // where app rootfs live (critest checks idmap support on its parent)
 			"stage1Path":    cfg.Stage1Path,
 			"cgroupParent":  cfg.CgroupParent,
 			"cniConfDir":    c.net.ConfDir,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
@@ -83,7 +84,7 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 		CgroupParent: cfg.GetLinux().GetCgroupParent(),
 		Annotations:  annos,
 	}
-	if err := checkUserns(nsOpts.GetUsernsOptions()); err != nil {
+	if opts.UserNS, err = podUserNS(nsOpts.GetUsernsOptions()); err != nil {
 		return opts, err
 	}
 	if nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE {
@@ -118,23 +119,37 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 	return opts, nil
 }
 
-// checkUserns validates user namespace options: the host's (NODE) is the
-// only one rkt runs pods in; CONTAINER and TARGET are invalid for a pod, and
-// a pod user namespace (POD), even well formed, is not supported.
+// checkUserns validates user namespace options: NODE (or none) is the
+// host's; POD needs exactly one uid and one gid mapping of container ID 0;
+// CONTAINER and TARGET are invalid for a pod.
 func checkUserns(u *runtimeapi.UserNamespace) error {
+	_, err := podUserNS(u)
+	return err
+}
+
+// podUserNS translates user namespace options to the pod's user namespace
+// (nil: the host's).
+func podUserNS(u *runtimeapi.UserNamespace) (*schema.UserNamespace, error) {
 	if u == nil {
-		return nil // none asked: the host's
+		return nil, nil // none asked: the host's
 	}
 	switch u.GetMode() {
 	case runtimeapi.NamespaceMode_NODE:
-		return nil
+		return nil, nil
 	case runtimeapi.NamespaceMode_POD:
-		for _, m := range [][]*runtimeapi.IDMapping{u.GetUids(), u.GetGids()} {
+		out := &schema.UserNamespace{}
+		for _, kind := range []struct {
+			name string
+			in   []*runtimeapi.IDMapping
+			out  *[]specs.LinuxIDMapping
+		}{{"uid", u.GetUids(), &out.UIDMappings}, {"gid", u.GetGids(), &out.GIDMappings}} {
+			m := kind.in
 			if len(m) != 1 || m[0].GetContainerId() != 0 || m[0].GetLength() == 0 {
-				return invalidf("user namespace: want exactly one mapping of container ID 0, got %v", m)
+				return nil, invalidf("user namespace: want exactly one %s mapping of container ID 0, got %v", kind.name, m)
 			}
+			*kind.out = []specs.LinuxIDMapping{{ContainerID: 0, HostID: m[0].GetHostId(), Size: m[0].GetLength()}}
 		}
-		return fmt.Errorf("%w: user namespaces for pods are not supported by rkt", errUnimplemented)
+		return out, nil
 	}
-	return invalidf("user namespace mode %v is not valid for a pod sandbox", u.GetMode())
+	return nil, invalidf("user namespace mode %v is not valid for a pod sandbox", u.GetMode())
 }

@@ -175,7 +175,7 @@ func TestCheckUserns(t *testing.T) {
 	tests := []struct {
 		name string
 		u    *runtimeapi.UserNamespace
-		want error // nil, errInvalidArgument or errUnimplemented
+		want error // nil or errInvalidArgument
 	}{
 		{"none", nil, nil},
 		{"node", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil},
@@ -184,7 +184,7 @@ func TestCheckUserns(t *testing.T) {
 		{"pod, two mappings", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: append(one, one...), Gids: one}, errInvalidArgument},
 		{"pod, 0 unmapped", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
 			Uids: []*runtimeapi.IDMapping{{ContainerId: 1, HostId: 1000, Length: 10}}, Gids: one}, errInvalidArgument},
-		{"pod, valid", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one, Gids: one}, errUnimplemented},
+		{"pod, valid", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one, Gids: one}, nil},
 	}
 	for _, tc := range tests {
 		err := checkUserns(tc.u)

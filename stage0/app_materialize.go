@@ -21,7 +21,7 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 		return err
 	}
 	dir := p.appDir(name)
-	if err := mountRootfs(dir, rec.Image.Layers); err != nil {
+	if err := mountAppRootfs(p, pm, dir, rec.Image.Layers); err != nil {
 		return fmt.Errorf("app %q: %w", name, err)
 	}
 	for _, v := range pm.Volumes {

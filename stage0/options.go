@@ -11,18 +11,19 @@ import (
 
 // PodOptions are the pod-level settings of Prepare, Run and Sandbox.
 type PodOptions struct {
-	UUID         string               // pod UUID; empty: generated
-	Hostname     string               // empty: "rkt-<uuid>"
-	DNS          *schema.DNS          // resolv.conf content; nil: the host's /etc/resolv.conf (or CNI's DNS)
-	Net          string               // "default" (empty), "host", "none" or comma-separated network names
-	Ports        []schema.PortMapping // ports published on the host
-	SharedPID    bool                 // apps share one PID namespace held by the pod
-	HostPID      bool                 // apps run in the host PID namespace
-	HostIPC      bool                 // apps run in the host IPC namespace
-	Sysctls      map[string]string    // namespaced sysctls for the pod
-	CgroupParent string               // empty: Config.CgroupParent
-	Volumes      []schema.Volume      // pod volumes that apps mount with Mount.Volume
-	Annotations  map[string]string    // free-form metadata (CRI metadata lives here)
+	UUID         string                // pod UUID; empty: generated
+	Hostname     string                // empty: "rkt-<uuid>"
+	DNS          *schema.DNS           // resolv.conf content; nil: the host's /etc/resolv.conf (or CNI's DNS)
+	Net          string                // "default" (empty), "host", "none" or comma-separated network names
+	Ports        []schema.PortMapping  // ports published on the host
+	SharedPID    bool                  // apps share one PID namespace held by the pod
+	HostPID      bool                  // apps run in the host PID namespace
+	HostIPC      bool                  // apps run in the host IPC namespace
+	Sysctls      map[string]string     // namespaced sysctls for the pod
+	CgroupParent string                // empty: Config.CgroupParent
+	Volumes      []schema.Volume       // pod volumes that apps mount with Mount.Volume
+	Annotations  map[string]string     // free-form metadata (CRI metadata lives here)
+	UserNS       *schema.UserNamespace // a pod user namespace the apps join (idmapped rootfs); nil: the host's
 	// Resources are limits of the pod cgroup as a whole (optional; with
 	// the systemd driver the cgroup parent carries them).
 	Resources *specs.LinuxResources

@@ -104,6 +104,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		CgroupParent: cgParent,
 		Resources:    opts.Resources,
 		Annotations:  copyMap(opts.Annotations),
+		UserNS:       opts.UserNS,
 		CreatedAt:    time.Now().UTC(),
 	}
 	if err := os.MkdirAll(filepath.Join(p.dir, schema.AppsDir), 0o711); err != nil {
@@ -120,6 +121,9 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 }
 
 func checkNet(opts PodOptions) error {
+	if err := checkUserNS(opts.UserNS); err != nil {
+		return err
+	}
 	for _, v := range opts.Volumes {
 		if !appNameRe.MatchString(v.Name) {
 			return fmt.Errorf("invalid volume name %q: %w", v.Name, ErrInvalid)

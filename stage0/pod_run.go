@@ -125,6 +125,9 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
 	}
 	r.cfg.Logf("pod %s: network %q set up in %s", p.uuid, pm.Net, time.Since(t0))
+	if err := r.setupUserNS(ctx, p, pm); err != nil {
+		return err
+	}
 	if err := r.applyPodResources(pm); err != nil {
 		return err
 	}

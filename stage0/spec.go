@@ -116,6 +116,7 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	if err := addMounts(s, in); err != nil {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
 	}
+	addUserNS(s, in.pod)
 	if err := addDevices(s, o); err != nil {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
 	}

@@ -4,6 +4,7 @@
 //
 //	stage1 run --pod-dir=DIR [--mode=run|sandbox] [--debug]
 //	stage1 gc --pod-dir=DIR [--debug]
+//	stage1 userns --pod-dir=DIR (creates <pod>/userns from the manifest)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
 // container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
@@ -61,6 +62,9 @@ func main() {
 	if cmd == "pidns" {
 		os.Exit(runPIDNSHolder())
 	}
+	if cmd == "userns-hold" {
+		os.Exit(runUserNSHolder())
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	podDir := fs.String("pod-dir", "", "absolute path of the pod directory")
 	mode := fs.String("mode", "run", "run: start every app and exit when all have exited; sandbox: start none, live until shut down")
@@ -82,6 +86,8 @@ func main() {
 		err = runSupervisor(*podDir, *mode)
 	case "gc":
 		err = gcPod(*podDir)
+	case "userns":
+		err = createUserNS(*podDir)
 
 	default:
 		usage()

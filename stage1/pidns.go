@@ -17,22 +17,34 @@ import (
 // holder dies the kernel kills every process in the namespace.
 type pidnsHolder struct {
 	cmd *exec.Cmd
+	// inUserNS: the namespace was created inside the pod's user namespace
+	// by cmd, which is not its PID 1 (see userns_pidns.go).
+	inUserNS bool
 }
 
-func startPIDNSHolder(s *spawner) (*pidnsHolder, error) {
+// startPIDNSHolder starts the holder; with userns (the pod's user namespace)
+// the PID namespace is created inside it.
+func startPIDNSHolder(s *spawner, userns string) (*pidnsHolder, error) {
 	cmd := exec.Command("/proc/self/exe", "pidns")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWPID,
 		Pdeathsig:  syscall.SIGKILL,
 	}
+	if userns != "" {
+		cmd.SysProcAttr.Cloneflags = 0
+		cmd.Env = append(os.Environ(), pidnsUsernsEnv+"="+userns)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := s.start(cmd); err != nil {
 		return nil, fmt.Errorf("cannot start the shared PID namespace: %w", err)
 	}
-	return &pidnsHolder{cmd: cmd}, nil
+	return &pidnsHolder{cmd: cmd, inUserNS: userns != ""}, nil
 }
 
 func (h *pidnsHolder) nsPath() string {
+	if h.inUserNS {
+		return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/ns/pid_for_children"
+	}
 	return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/ns/pid"
 }
 

@@ -21,6 +21,9 @@ type podNamespaces struct {
 	ipc string
 	uts string
 	pid string // the shared PID namespace; empty when the pod has none
+	// user is <pod>/userns when the pod has a user namespace; apps whose
+	// spec asks for a user namespace without a path join it.
+	user string
 }
 
 // loadAppSpec reads apps/<name>/config.json.
@@ -71,6 +74,8 @@ func adjustSpec(spec *specs.Spec, ns podNamespaces, lim limits) error {
 				if ns.pid != "" {
 					n.Path = ns.pid
 				}
+			case specs.UserNamespace:
+				n.Path = ns.user
 			}
 		}
 		out = append(out, n)

@@ -145,6 +145,9 @@ func (sv *supervisor) setup() error {
 	} else if m.Net != "host" && m.Net != "" {
 		return fmt.Errorf("pod network %q needs %s in the pod directory: %w", m.Net, schema.NetNSFile, err)
 	}
+	if sv.namespaces.user, err = userNSPath(sv.podDir, m); err != nil {
+		return err
+	}
 	if err := setHostname(m.Hostname); err != nil {
 		return err
 	}
@@ -152,7 +155,7 @@ func (sv *supervisor) setup() error {
 		return err
 	}
 	if m.SharedPID {
-		h, err := startPIDNSHolder(sv.spawner)
+		h, err := startPIDNSHolder(sv.spawner, sv.namespaces.user)
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,11 @@ func TestCritest(t *testing.T) {
 	for _, r := range critestMirroredRegistries {
 		testutil.WriteMirrorConfig(t, env.LocalConfig, r, testutil.MirrorEndpoint{Endpoint: reg.Addr, Insecure: true})
 	}
+	// The UserNamespaces specs run apps in a user namespace: their init
+	// must be able to search every directory above their rootfs.
+	if err := os.Chmod(env.Root, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	svc := startCRIService(t, env)
 
 	report := filepath.Join(env.Root, "critest-report.json")

@@ -1,0 +1,217 @@
+package stage0
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// idmapDir holds the temporary idmapped mounts of an app's layers while its
+// overlay rootfs is mounted on them.
+const idmapDir = "idmap"
+
+// checkUserNS validates a pod's user namespace: exactly one uid and one gid
+// mapping, each of container ID 0 with a non-zero length that does not wrap.
+func checkUserNS(u *schema.UserNamespace) error {
+	if u == nil {
+		return nil
+	}
+	for kind, m := range map[string][]specs.LinuxIDMapping{"uid": u.UIDMappings, "gid": u.GIDMappings} {
+		if len(m) != 1 {
+			return fmt.Errorf("a pod user namespace needs exactly one %s mapping, not %d: %w", kind, len(m), ErrInvalid)
+		}
+		e := m[0]
+		if e.ContainerID != 0 {
+			return fmt.Errorf("the %s mapping of a pod user namespace must map container ID 0 (it starts at %d): %w", kind, e.ContainerID, ErrInvalid)
+		}
+		if e.Size == 0 || uint64(e.HostID)+uint64(e.Size) > 1<<32-1 {
+			return fmt.Errorf("invalid %s mapping 0:%d:%d of a pod user namespace: %w", kind, e.HostID, e.Size, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// ParseIDMapping parses CONTAINERID:HOSTID:LENGTH (the CLI's form).
+func ParseIDMapping(s string) (specs.LinuxIDMapping, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return specs.LinuxIDMapping{}, fmt.Errorf("invalid id mapping %q: want CONTAINERID:HOSTID:LENGTH: %w", s, ErrInvalid)
+	}
+	var v [3]uint32
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return specs.LinuxIDMapping{}, fmt.Errorf("invalid id mapping %q: %w", s, ErrInvalid)
+		}
+		v[i] = uint32(n)
+	}
+	return specs.LinuxIDMapping{ContainerID: v[0], HostID: v[1], Size: v[2]}, nil
+}
+
+// setupUserNS creates the pod's user namespace at <pod>/userns (by the
+// one-shot `stage1 userns`) when the pod asks for one.
+func (r *Runtime) setupUserNS(ctx context.Context, p *pod, pm *schema.PodManifest) error {
+	if pm.UserNS == nil {
+		return nil
+	}
+	if err := checkReachable(p.dir, pm.UserNS); err != nil {
+		return fmt.Errorf("pod %s: %w", p.uuid, err)
+	}
+	out, err := exec.CommandContext(ctx, r.cfg.Stage1Path, "userns", "--pod-dir="+p.dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cannot create the user namespace of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// checkReachable makes sure the apps of a pod with a user namespace can
+// reach their rootfs below dir: the container's init resolves that path
+// inside the namespace, where it has no privilege over directories owned
+// by unmapped users, so every ancestor must be searchable by others or
+// owned by a mapped user.
+func checkReachable(dir string, u *schema.UserNamespace) error {
+	m := u.UIDMappings[0]
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return fmt.Errorf("cannot stat %q: %w", d, err)
+		}
+		mapped := st.Uid >= m.HostID && uint64(st.Uid) < uint64(m.HostID)+uint64(m.Size)
+		if st.Mode&0o001 == 0 && !mapped {
+			return fmt.Errorf("directory %q (mode %#o) is not searchable from the pod's user namespace: its apps could not reach their rootfs (make it o+x): %w",
+				d, st.Mode&0o7777, ErrInvalid)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// mountAppRootfs mounts an app's overlay rootfs; in a pod with a user
+// namespace its layers are idmapped to it, so that the image's root-owned
+// files belong to the app's root.
+func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []string) error {
+	if pm.UserNS == nil {
+		return mountRootfs(appDir, layers)
+	}
+	rootfs := filepath.Join(appDir, schema.AppRootfsDir)
+	for _, d := range []string{rootfs, filepath.Join(appDir, schema.AppUpperDir), filepath.Join(appDir, schema.AppWorkDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("cannot create %q: %w", d, err)
+		}
+	}
+	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
+		return nil
+	}
+	ns, err := os.Open(filepath.Join(p.dir, schema.UserNSFile))
+	if err != nil {
+		return fmt.Errorf("cannot open the user namespace of pod %s: %w", p.uuid, err)
+	}
+	defer ns.Close()
+	tmp := filepath.Join(appDir, idmapDir)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("cannot create %q: %w", tmp, err)
+	}
+	// The overlay keeps its layers' mounts alive: the temporary mount
+	// points go once it is mounted (or failed).
+	defer func() {
+		unmountUnder(tmp)
+		os.RemoveAll(tmp)
+	}()
+	mapped := make([]string, len(layers))
+	for i, l := range layers {
+		mapped[i] = filepath.Join(tmp, strconv.Itoa(i))
+		if err := idmapMount(l, mapped[i], ns); err != nil {
+			return err
+		}
+	}
+	// The upper directory is not idmapped (overlay refuses writes from the
+	// namespace then): it belongs to the app's root, and what the app
+	// writes is stored with the host IDs of its users.
+	upper := filepath.Join(appDir, schema.AppUpperDir)
+	uid, gid := int(pm.UserNS.UIDMappings[0].HostID), int(pm.UserNS.GIDMappings[0].HostID)
+	if err := os.Chown(upper, uid, gid); err != nil {
+		return fmt.Errorf("cannot give %q to the pod's root (%d:%d): %w", upper, uid, gid, err)
+	}
+	return mountOverlay(rootfs, mapped, upper, filepath.Join(appDir, schema.AppWorkDir), appDir)
+}
+
+// idmapMount mounts an idmapped clone of src (mapped through the user
+// namespace ns) at dst.
+func idmapMount(src, dst string, ns *os.File) error {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return fmt.Errorf("cannot create %q: %w", dst, err)
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("cannot clone mount %q: %w", src, err)
+	}
+	defer unix.Close(fd)
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
+		return fmt.Errorf("cannot idmap %q (the filesystem may not support idmapped mounts): %w", src, err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("cannot mount the idmapped %q at %q: %w", src, dst, err)
+	}
+	return nil
+}
+
+// mountOverlay mounts an overlay of layers (lowest first) at rootfs.
+func mountOverlay(rootfs string, layers []string, upper, work, appDir string) error {
+	lower := make([]string, 0, len(layers)+1)
+	for i := len(layers) - 1; i >= 0; i-- { // overlay wants the top layer first
+		lower = append(lower, layers[i])
+	}
+	if len(lower) == 0 {
+		empty := filepath.Join(appDir, "empty")
+		if err := os.MkdirAll(empty, 0o755); err != nil {
+			return fmt.Errorf("cannot create %q: %w", empty, err)
+		}
+		lower = append(lower, empty)
+	}
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(lower, ":"), upper, work)
+	if len(data) >= os.Getpagesize() {
+		return fmt.Errorf("cannot mount rootfs %q: %d layers make overlay options longer than a page", rootfs, len(layers))
+	}
+	if err := unix.Mount("overlay", rootfs, "overlay", 0, data); err != nil {
+		return fmt.Errorf("cannot mount the idmapped overlay rootfs on %q: %w", rootfs, err)
+	}
+	return nil
+}
+
+// addUserNS makes the app join the pod's user namespace (stage1 fills in
+// the path) with the pod's mappings. The pod's network and IPC namespaces
+// belong to the host's user namespace, where the app may not mount sysfs
+// or mqueue: /sys becomes a read-only bind of the host's (as for rootless
+// containers) and /dev/mqueue is left out (mq_open works without it).
+func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
+	if pm.UserNS == nil {
+		return
+	}
+	mounts := s.Mounts[:0]
+	for _, m := range s.Mounts {
+		switch m.Type {
+		case "mqueue":
+			continue
+		case "sysfs":
+			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/sys",
+				Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
+		}
+		mounts = append(mounts, m)
+	}
+	s.Mounts = mounts
+	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+	s.Linux.UIDMappings = append([]specs.LinuxIDMapping(nil), pm.UserNS.UIDMappings...)
+	s.Linux.GIDMappings = append([]specs.LinuxIDMapping(nil), pm.UserNS.GIDMappings...)
+}
