@@ -190,11 +190,26 @@ func mountOverlay(rootfs string, layers []string, upper, work, appDir string) er
 	return nil
 }
 
+// idmappable reports whether the filesystem of path supports idmapped
+// mounts (the common local ones; overlayfs, the image volumes, does not).
+func idmappable(path string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return false
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+		return true
+	}
+	return false
+}
+
 // addUserNS makes the app join the pod's user namespace (stage1 fills in
 // the path) with the pod's mappings. The pod's network and IPC namespaces
 // belong to the host's user namespace, where the app may not mount sysfs
 // or mqueue: /sys becomes a read-only bind of the host's (as for rootless
-// containers) and /dev/mqueue is left out (mq_open works without it).
+// containers) and /dev/mqueue is left out (mq_open works without it). Bind
+// mounts of filesystems that support it are idmapped to the namespace.
 func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 	if pm.UserNS == nil {
 		return
@@ -207,6 +222,11 @@ func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 		case "sysfs":
 			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/sys",
 				Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
+		case "bind":
+			if idmappable(m.Source) {
+				// volumes: the host's root-owned files are the app root's
+				m.Options = append(append([]string(nil), m.Options...), "idmap")
+			}
 		}
 		mounts = append(mounts, m)
 	}

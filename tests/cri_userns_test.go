@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// TestCRIUserNamespace runs a pod in its own user namespace (uid/gid
+// 0:200000:65536) and checks, from inside a container: the mapping, that
+// the image's and a host volume's root-owned files belong to the app's
+// root (idmapped mounts), that the app's root can write its rootfs and
+// volume and what that leaves on the host, and that a second container and
+// exec share the namespace. Invalid modes answer InvalidArgument.
+func TestCRIUserNamespace(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	// The apps' init must search every directory above their rootfs.
+	must(t, "chmod data root", os.Chmod(env.Root, 0o711))
+	svc := startCRIService(t, env)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, c) })
+	ctx := rpcCtx(t)
+
+	const hostID = 200000
+	mapping := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: hostID, Length: 65536}}
+	userns := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: mapping, Gids: mapping}
+	nsOpts := &runtimeapi.NamespaceOption{UsernsOptions: userns}
+
+	for name, u := range map[string]*runtimeapi.UserNamespace{
+		"container mode": {Mode: runtimeapi.NamespaceMode_CONTAINER},
+		"root unmapped": {Mode: runtimeapi.NamespaceMode_POD,
+			Uids: []*runtimeapi.IDMapping{{ContainerId: 1, HostId: hostID, Length: 10}}, Gids: mapping},
+	} {
+		pc := podConfig("userns-bad", "")
+		pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: u}}
+		_, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("RunPodSandbox with user namespace %s: %v, want InvalidArgument", name, err)
+		}
+	}
+
+	vol := filepath.Join(env.Root, "vol")
+	must(t, "mkdir volume", os.Mkdir(vol, 0o755))
+	must(t, "write volume file", os.WriteFile(filepath.Join(vol, "host-file"), []byte("x"), 0o644))
+
+	pc := podConfig("userns", "")
+	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: nsOpts}
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox with a user namespace", err)
+	start := func(name string) string {
+		cc := containerConfig(name, imgID, "sleep", "100000")
+		cc.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: nsOpts}
+		cc.Mounts = []*runtimeapi.Mount{{ContainerPath: "/vol", HostPath: vol}}
+		r, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, Config: cc, SandboxConfig: pc})
+		must(t, "CreateContainer "+name, err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: r.ContainerId})
+		must(t, "StartContainer "+name, err)
+		return r.ContainerId
+	}
+	a, b := start("a"), start("b")
+	run := func(ctr, script string) string {
+		t.Helper()
+		r, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctr, Cmd: []string{"sh", "-c", script}, Timeout: 30})
+		must(t, "ExecSync "+script, err)
+		if r.ExitCode != 0 {
+			t.Fatalf("%q exited %d: %s%s", script, r.ExitCode, r.Stdout, r.Stderr)
+		}
+		return strings.Join(strings.Fields(string(r.Stdout)), " ")
+	}
+	if got := run(a, "cat /proc/self/uid_map /proc/self/gid_map"); got != "0 200000 65536 0 200000 65536" {
+		t.Errorf("uid_map gid_map in the container = %q, want 0 200000 65536 twice", got)
+	}
+	if got := run(a, "id -u; stat -c %u:%g /bin/busybox /etc /vol/host-file"); got != "0 0:0 0:0 0:0" {
+		t.Errorf("ids in the container = %q, want root and root-owned image and volume files", got)
+	}
+	run(a, "echo hi > /etc/written && echo v > /vol/from-app")
+	if got := run(b, "readlink /proc/self/ns/user"); got != run(a, "readlink /proc/self/ns/user") {
+		t.Errorf("the pod's containers are in different user namespaces: %q", got)
+	}
+	// Through the idmapped volume the app's root writes as the host's root;
+	// in its rootfs (upper directory, not idmapped) as the mapped host ID.
+	var st syscallStat
+	must(t, "stat volume file", statOwner(filepath.Join(vol, "from-app"), &st))
+	if st.uid != 0 || st.gid != 0 {
+		t.Errorf("a file the app's root wrote in an idmapped volume is %d:%d on the host, want 0:0", st.uid, st.gid)
+	}
+	uppers, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "upper", "etc", "written"))
+	if len(uppers) != 1 {
+		t.Fatalf("the file written in the rootfs is in %d upper directories, want 1: %v", len(uppers), uppers)
+	}
+	must(t, "stat upper file", statOwner(uppers[0], &st))
+	if st.uid != hostID || st.gid != hostID {
+		t.Errorf("a file the app's root wrote in its rootfs is %d:%d on the host, want %d:%d", st.uid, st.gid, hostID, hostID)
+	}
+	if _, err := os.Stat("/proc/self/ns/user"); err == nil {
+		self, _ := os.Readlink("/proc/self/ns/user")
+		if got := run(a, "readlink /proc/self/ns/user"); got == self {
+			t.Errorf("the container is in the host's user namespace %s", self)
+		}
+	}
+}
+
+// syscallStat is the owner of a file.
+type syscallStat struct{ uid, gid uint32 }
+
+func statOwner(path string, out *syscallStat) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return err
+	}
+	out.uid, out.gid = st.Uid, st.Gid
+	return nil
+}
