@@ -34,6 +34,7 @@ type podFlags struct {
 	sharedPID    bool
 	hostPID      bool
 	hostIPC      bool
+	privateUsers string
 	sysctls      []string
 	help         bool
 }
@@ -57,6 +58,7 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs.BoolVar(&f.sharedPID, "shared-pid", false, "the apps share one PID namespace")
 	fs.BoolVar(&f.hostPID, "host-pid", false, "the apps run in the host's PID namespace")
 	fs.BoolVar(&f.hostIPC, "host-ipc", false, "the apps run in the host's IPC namespace")
+	fs.StringVar(&f.privateUsers, "private-users", "", "run the apps in a pod user namespace mapping uids and gids 0:HOSTID:LENGTH (e.g. 0:100000:65536)")
 	fs.StringArrayVar(&f.sysctls, "sysctl", nil, "namespaced sysctl KEY=VALUE for the pod (repeatable)")
 	fs.BoolVar(&f.interactive, "interactive", false, "run the (single) app with a terminal attached to this one")
 	if withRun {
@@ -72,6 +74,10 @@ func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
 	o := stage0.PodOptions{Net: f.net, Hostname: f.hostname, SharedPID: f.sharedPID, HostPID: f.hostPID, HostIPC: f.hostIPC}
 	if f.sharedPID && f.hostPID {
 		return o, nil, fmt.Errorf("--shared-pid and --host-pid exclude each other")
+	}
+	var err error
+	if o.UserNS, err = privateUsers(f.privateUsers); err != nil {
+		return o, nil, err
 	}
 	for _, kv := range f.sysctls {
 		k, v, ok := strings.Cut(kv, "=")

@@ -121,3 +121,22 @@ func statOwner(path string, out *syscallStat) error {
 	out.uid, out.gid = st.Uid, st.Gid
 	return nil
 }
+
+// TestUserNamespaceCLI: `rkt run --private-users` gives the pod the same
+// user namespace as the CRI's POD mode (one implementation in stage0).
+func TestUserNamespaceCLI(t *testing.T) {
+	requireRoot(t)
+	pe := newPodEnv(t)
+	must(t, "chmod data root", os.Chmod(pe.Root, 0o711))
+	r := pe.run("--net=none", "--private-users=0:300000:65536", pe.image, "--exec=/bin/sh", "--",
+		"-c", "cat /proc/self/uid_map; stat -c %u:%g /bin/busybox; touch /new && echo wrote")
+	if r.Code != 0 {
+		t.Fatalf("rkt run --private-users: %s", r)
+	}
+	if got := strings.Join(strings.Fields(r.Stdout), " "); got != "0 300000 65536 0:0 wrote" {
+		t.Errorf("app output %q, want the mapping, root-owned image files and a writable rootfs", got)
+	}
+	if r := pe.run("--net=none", "--private-users=1:300000:65536", pe.image, "--exec=/bin/true"); r.Code == 0 || !strings.Contains(r.Stderr, "container ID 0") {
+		t.Errorf("rkt run with root unmapped: %s; want an error about container ID 0", r)
+	}
+}
