@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -143,7 +144,7 @@ func DefaultSeccomp(caps []string) *specs.LinuxSeccomp {
 	sc := &specs.LinuxSeccomp{
 		DefaultAction:   specs.ActErrno,
 		DefaultErrnoRet: &eperm,
-		Architectures:   []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64, specs.ArchARM},
+		Architectures:   seccompArchs(runtime.GOARCH),
 		Syscalls:        []specs.LinuxSyscall{{Names: append([]string{}, defaultSyscalls...), Action: specs.ActAllow}},
 	}
 	has := map[string]bool{}
@@ -170,6 +171,24 @@ func DefaultSeccomp(caps []string) *specs.LinuxSeccomp {
 		)
 	}
 	return sc
+}
+
+// seccompArchs returns the architectures whose system calls a process on
+// goarch can make (the native one and its compat modes), like Docker's
+// archMap. Every foreign architecture listed makes the filter bigger and
+// its compilation, done at every app start and exec, slower.
+func seccompArchs(goarch string) []specs.Arch {
+	switch goarch {
+	case "amd64":
+		return []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32}
+	case "arm64":
+		return []specs.Arch{specs.ArchAARCH64, specs.ArchARM}
+	case "386":
+		return []specs.Arch{specs.ArchX86}
+	case "arm":
+		return []specs.Arch{specs.ArchARM}
+	}
+	return nil // the native architecture only
 }
 
 func dedup(in []string) []string {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -325,5 +327,24 @@ func TestProcessArgs(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("processArgs(%q,%q,%q,%q) = %q, %v; want %q", c.ep, c.cmd, c.exec, c.args, got, err, c.want)
 		}
+	}
+}
+
+func TestSeccompArchs(t *testing.T) {
+	tests := []struct {
+		goarch string
+		want   []specs.Arch
+	}{
+		{"amd64", []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32}},
+		{"arm64", []specs.Arch{specs.ArchAARCH64, specs.ArchARM}},
+		{"riscv64", nil},
+	}
+	for _, tc := range tests {
+		if got := seccompArchs(tc.goarch); !slices.Equal(got, tc.want) {
+			t.Errorf("seccompArchs(%s) = %v, want %v", tc.goarch, got, tc.want)
+		}
+	}
+	if got := DefaultSeccomp(nil).Architectures; !slices.Equal(got, seccompArchs(runtime.GOARCH)) {
+		t.Errorf("the default profile lists %v, not this machine's architectures", got)
 	}
 }
