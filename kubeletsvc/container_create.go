@@ -27,8 +27,8 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if cfg.GetImage().GetImage() == "" {
 		return nil, invalidf("container %q has no image", md.GetName())
 	}
-	if sig := cfg.GetStopSignal(); sig != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT && sig != runtimeapi.Signal_SIGNAL_SIGTERM {
-		return nil, invalidf("container %q: stop signal %v: rkt stops apps with SIGTERM (then SIGKILL) only", md.GetName(), sig)
+	if _, err := stopSignalOption(cfg.GetStopSignal()); err != nil {
+		return nil, fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
@@ -126,7 +126,12 @@ func (c *criService) appOptions(ctx context.Context, s *sandbox, cfg *runtimeapi
 	if err != nil {
 		return stage0.AppOptions{}, err
 	}
+	stopSignal, err := stopSignalOption(cfg.GetStopSignal())
+	if err != nil {
+		return stage0.AppOptions{}, err
+	}
 	opts := stage0.AppOptions{
+		StopSignal:  stopSignal,
 		Name:        appName(cfg.GetMetadata()),
 		Image:       img.ID,
 		Exec:        cfg.GetCommand(),

@@ -101,7 +101,7 @@ func (c *criService) containerStatus(ct *container) *runtimeapi.ContainerStatus 
 		Mounts:      ct.cfg.GetMounts(),
 		LogPath:     a.LogPath,
 		Message:     a.Message,
-		StopSignal:  runtimeapi.Signal_SIGNAL_SIGTERM, // what stage1 sends before SIGKILL
+		StopSignal:  criStopSignal(a.App.StopSignal), // what stage1 sends before SIGKILL
 	}
 	if a.State == schema.AppExited {
 		st.ExitCode = int32(a.ExitCode)

@@ -67,6 +67,9 @@ type AppOptions struct {
 	Args       []string // replaces the image's cmd when set
 	Env        []string // KEY=VALUE, added to (overriding) the image's environment
 	WorkingDir string   // empty: the image's, else "/"
+	// StopSignal asks the app to stop (before SIGKILL): a name or number
+	// (see NormalizeSignal); empty: the image's STOPSIGNAL, else SIGTERM.
+	StopSignal string
 
 	User                string   // uid, user name, uid:gid or name:group; empty: the image's USER (root)
 	Group               string   // gid or group name; overrides the user's primary group

@@ -176,6 +176,10 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 	if err != nil {
 		return nil, "", err
 	}
+	stopSignal, err := appStopSignal(opts.StopSignal, img)
+	if err != nil {
+		return nil, "", fmt.Errorf("app %q: %w", opts.Name, err)
+	}
 	pm, err := p.readManifest()
 	if err != nil {
 		return nil, "", err
@@ -217,6 +221,7 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		Stdin:       opts.Stdin,
 		StdinOnce:   opts.StdinOnce,
 		TTY:         opts.TTY,
+		StopSignal:  stopSignal,
 		CreatedAt:   time.Now().UTC(),
 	}
 	if err := writeJSONAtomic(filepath.Join(dir, appRecordFile), &rec); err != nil {

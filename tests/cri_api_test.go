@@ -123,10 +123,10 @@ func TestCRIErrorCodes(t *testing.T) {
 	add("CreateContainer with a reserved name", err, codes.AlreadyExists)
 	_, err = c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: containerConfig("noimage", "example.com/none:1", "true")})
 	add("CreateContainer with a missing image", err, codes.NotFound)
-	quit := containerConfig("quits", imgID, "true")
-	quit.StopSignal = runtimeapi.Signal_SIGNAL_SIGQUIT
-	_, err = c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: quit})
-	add("CreateContainer with a stop signal rkt cannot send", err, codes.InvalidArgument)
+	badSig := containerConfig("badsig", imgID, "true")
+	badSig.StopSignal = runtimeapi.Signal(999)
+	_, err = c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: badSig})
+	add("CreateContainer with an unknown stop signal", err, codes.InvalidArgument)
 	_, err = c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctr, Cmd: []string{"sleep", "10"}, Timeout: 1})
 	add("ExecSync past its timeout", err, codes.DeadlineExceeded)
 
