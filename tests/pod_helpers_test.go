@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,17 +28,25 @@ var podNetSeq atomic.Int32
 // newPodEnv sets up an environment for pod tests.
 func newPodEnv(t testing.TB) *podEnv {
 	t.Helper()
+	n := podNetSeq.Add(1)
+	bridge := fmt.Sprintf("rkts0t%d%d", time.Now().UnixNano()%1000, n)
+	// Registered before the environment, so it runs after the environment's
+	// leak check (rkt gc): no pod's veth may be left on the bridge.
+	t.Cleanup(func() {
+		if out, _ := exec.Command("ip", "-o", "link", "show", "master", bridge).Output(); len(bytes.TrimSpace(out)) > 0 {
+			t.Errorf("leak check: interfaces left on the default network's bridge %s:\n%s", bridge, out)
+		}
+		exec.Command("ip", "link", "del", bridge).Run()
+	})
 	env := testutil.NewEnv(t)
 	reg := testutil.StartRegistry(t)
 	ref := reg.Push(t, "busybox:1", testutil.Busybox(t))
-	n := podNetSeq.Add(1)
 	pe := &podEnv{
 		Env:    env,
 		image:  ref,
-		bridge: fmt.Sprintf("rkts0t%d%d", time.Now().UnixNano()%1000, n),
+		bridge: bridge,
 		subnet: fmt.Sprintf("10.%d.%d.0/24", 200+int(n%50), time.Now().UnixNano()%250),
 	}
-	t.Cleanup(func() { exec.Command("ip", "link", "del", pe.bridge).Run() })
 	env.RunOK("fetch", "--no-progress", "--insecure-options=http", ref)
 	return pe
 }
