@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // CRI metadata is kept in pod and app annotations so that the pod
@@ -61,6 +63,8 @@ func sandboxAnnotations(cfg *runtimeapi.PodSandboxConfig, handler string) (map[s
 		annoAttempt:   strconv.FormatUint(uint64(md.GetAttempt()), 10),
 		annoConfig:    string(b),
 		annoHandler:   handler,
+		// what `rkt list` shows in its NAME column
+		schema.AnnotationDisplayName: md.GetNamespace() + "/" + md.GetName(),
 	}, nil
 }
 
@@ -91,6 +95,8 @@ func containerAnnotations(id string, cfg *runtimeapi.ContainerConfig, imageRef, 
 		annoConfig:      string(b),
 		annoImageRef:    imageRef,
 		annoImage:       image,
+		// what `rkt app list` shows in its NAME column
+		schema.AnnotationDisplayName: cfg.GetMetadata().GetName(),
 	}, nil
 }
 

@@ -145,14 +145,14 @@ func appListCmd() *cobra.Command {
 			now := time.Now()
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
 			if !noLegend {
-				fmt.Fprintln(tw, "NAME\tSTATE\tCREATED\tSTARTED\tEXITED\tEXIT CODE\tIMAGE")
+				fmt.Fprintln(tw, "APP\tNAME\tSTATE\tCREATED\tSTARTED\tEXITED\tEXIT CODE\tIMAGE")
 			}
 			for _, a := range ps.Apps {
 				code := "-"
 				if a.State == "exited" {
 					code = fmt.Sprint(a.ExitCode)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.App.Name, a.State,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.App.Name, displayName(a.App.Annotations), a.State,
 					formatTime(a.CreatedAt, now, full), formatTime(a.StartedAt, now, full),
 					formatTime(a.FinishedAt, now, full), code, a.ImageRef)
 			}

@@ -57,7 +57,7 @@ func printPods(w io.Writer, pods []*stage0.PodStatus, f listFlags, now time.Time
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if !f.noLegend {
-		fmt.Fprintln(tw, "UUID\tAPP\tIMAGE NAME\tSTATE\tCREATED\tSTARTED\tNETWORKS")
+		fmt.Fprintln(tw, "UUID\tNAME\tAPP\tIMAGE NAME\tSTATE\tCREATED\tSTARTED\tNETWORKS")
 	}
 	for _, p := range pods {
 		uuid := p.UUID
@@ -67,8 +67,9 @@ func printPods(w io.Writer, pods []*stage0.PodStatus, f listFlags, now time.Time
 		created := formatTime(p.CreatedAt, now, f.full)
 		started := formatTime(p.StartedAt, now, f.full)
 		nets := networksString(p.Networks)
+		name := podDisplayName(p)
 		if len(p.Apps) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t%s\t%s\t%s\t%s\n", uuid, p.State, created, started, nets)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%s\t%s\t%s\n", uuid, name, p.State, created, started, nets)
 			continue
 		}
 		for _, a := range p.Apps {
@@ -76,7 +77,7 @@ func printPods(w io.Writer, pods []*stage0.PodStatus, f listFlags, now time.Time
 			if f.full {
 				img = a.ImageRef + " (" + a.App.Image.ID + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", uuid, a.App.Name, img, p.State, created, started, nets)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", uuid, name, a.App.Name, img, p.State, created, started, nets)
 		}
 	}
 	return tw.Flush()

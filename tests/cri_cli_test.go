@@ -27,11 +27,16 @@ func TestCRIPodsInCLI(t *testing.T) {
 		t.Fatalf("container %s is not app %s: %s", ctr, app, st.Info["info"])
 	}
 
-	if r := env.RunOK("list", "--full", "--no-legend"); !strings.Contains(r.Stdout, pod) {
-		t.Errorf("rkt list does not show CRI pod %s:\n%s", pod, r.Stdout)
+	// The NAME columns show the Kubernetes names: namespace/name of the
+	// pod, the container's name.
+	if r := env.RunOK("list", "--full", "--no-legend"); !hasRow(r.Stdout, pod, "rkt-test/cli-visible", app) {
+		t.Errorf("rkt list does not show CRI pod %s as rkt-test/cli-visible with app %s:\n%s", pod, app, r.Stdout)
 	}
-	if r := env.RunOK("app", "list", pod); !strings.Contains(r.Stdout, app) {
-		t.Errorf("rkt app list %s does not show app %s:\n%s", pod, app, r.Stdout)
+	if r := env.RunOK("app", "list", "--no-legend", pod); !hasRow(r.Stdout, app, "sleeper", "running") {
+		t.Errorf("rkt app list %s does not show app %s as container sleeper:\n%s", pod, app, r.Stdout)
+	}
+	if r := env.RunOK("list"); !strings.HasPrefix(r.Stdout, "UUID") || strings.Fields(r.Stdout)[1] != "NAME" {
+		t.Errorf("rkt list header has no NAME column after UUID:\n%s", r.Stdout)
 	}
 	if r := env.RunOK("cat-manifest", pod); !strings.Contains(r.Stdout, `"io.rkt.kubelet-service/name": "cli-visible"`) ||
 		!strings.Contains(r.Stdout, `"io.rkt.kubelet-service/namespace": "rkt-test"`) {
@@ -40,4 +45,22 @@ func TestCRIPodsInCLI(t *testing.T) {
 	if r := env.RunOK("enter", "--tty=false", "--app="+app, pod, "hostname"); strings.TrimSpace(r.Stdout) != "cli-visible" {
 		t.Errorf("rkt enter printed %q, want the pod's hostname", r.Stdout)
 	}
+}
+
+// hasRow reports whether a table has a row whose first columns are cols.
+func hasRow(table string, cols ...string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) < len(cols) {
+			continue
+		}
+		match := true
+		for i, c := range cols {
+			match = match && f[i] == c
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
+)
+
+// displayName is the NAME column of a pod or app: its display-name
+// annotation (e.g. the Kubernetes namespace/name the kubelet-service gives
+// it), "-" when it has none.
+func displayName(annos map[string]string) string {
+	if n := annos[schema.AnnotationDisplayName]; n != "" {
+		return n
+	}
+	return "-"
+}
+
+// podDisplayName is displayName of a pod ("-" while it has no manifest).
+func podDisplayName(p *stage0.PodStatus) string {
+	if p.Manifest == nil {
+		return "-"
+	}
+	return displayName(p.Manifest.Annotations)
+}
