@@ -136,6 +136,13 @@ func TestUserNamespaceCLI(t *testing.T) {
 	if got := strings.Join(strings.Fields(r.Stdout), " "); got != "0 300000 65536 0:0 wrote" {
 		t.Errorf("app output %q, want the mapping, root-owned image files and a writable rootfs", got)
 	}
+	// A shared PID namespace is created inside the user namespace, so the
+	// app may mount its /proc.
+	r = pe.run("--net=none", "--shared-pid", "--private-users=0:300000:65536", pe.image, "--exec=/bin/sh", "--",
+		"-c", "cat /proc/self/uid_map; cat /proc/1/cmdline | tr '\\0' ' '")
+	if got := strings.Join(strings.Fields(r.Stdout), " "); r.Code != 0 || !strings.HasPrefix(got, "0 300000 65536 ") || !strings.Contains(got, "pidns") {
+		t.Errorf("rkt run --shared-pid --private-users: %s; want the mapping and the pod's PID 1", r)
+	}
 	if r := pe.run("--net=none", "--private-users=1:300000:65536", pe.image, "--exec=/bin/true"); r.Code == 0 || !strings.Contains(r.Stderr, "container ID 0") {
 		t.Errorf("rkt run with root unmapped: %s; want an error about container ID 0", r)
 	}
