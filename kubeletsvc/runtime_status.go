@@ -27,7 +27,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 			Name: "",
 			Features: &runtimeapi.RuntimeHandlerFeatures{
 				RecursiveReadOnlyMounts: true,
-				UserNamespaces:          true,
+				UserNamespaces:          c.usernsErr == nil,
 			},
 		}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},

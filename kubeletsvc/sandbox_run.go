@@ -87,6 +87,9 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 	if opts.UserNS, err = podUserNS(nsOpts.GetUsernsOptions()); err != nil {
 		return opts, err
 	}
+	if opts.UserNS != nil && c.usernsErr != nil {
+		return opts, fmt.Errorf("%w: pod user namespaces are not supported here: %v", errFailedPrecondition, c.usernsErr)
+	}
 	if nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE {
 		opts.Net = networking.NetHost
 		if opts.Hostname == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
@@ -32,6 +33,9 @@ type criService struct {
 	events         *eventBus
 	stats          *cpuSampler
 	stopping       <-chan struct{} // closed when the service shuts down
+	// usernsErr says why pods cannot have user namespaces here (nil: they
+	// can); probed once at start.
+	usernsErr error
 }
 
 func newCRIService(cfg Config) (*criService, error) {
@@ -53,7 +57,14 @@ func newCRIService(cfg Config) (*criService, error) {
 	if err != nil {
 		return nil, err
 	}
+	pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	usernsErr := rt.UserNSSupported(pctx)
+	cancel()
+	if usernsErr != nil {
+		logger.Info("pods cannot have user namespaces", "reason", usernsErr)
+	}
 	return &criService{
+		usernsErr:      usernsErr,
 		cfg:            cfg,
 		log:            logger,
 		store:          st,

@@ -49,6 +49,12 @@ func TestCRIUserNamespace(t *testing.T) {
 		}
 	}
 
+	rs, err := c.Status(ctx, &runtimeapi.StatusRequest{})
+	must(t, "Status", err)
+	if len(rs.RuntimeHandlers) == 0 || !rs.RuntimeHandlers[0].GetFeatures().GetUserNamespaces() {
+		t.Errorf("Status does not report user namespaces on a host with idmapped mounts: %v", rs.RuntimeHandlers)
+	}
+
 	vol := filepath.Join(env.Root, "vol")
 	must(t, "mkdir volume", os.Mkdir(vol, 0o755))
 	must(t, "write volume file", os.WriteFile(filepath.Join(vol, "host-file"), []byte("x"), 0o644))
@@ -120,6 +126,36 @@ func statOwner(path string, out *syscallStat) error {
 	}
 	out.uid, out.gid = st.Uid, st.Gid
 	return nil
+}
+
+// TestCRIUserNamespaceUnsupported: on a data directory whose filesystem
+// has no idmapped mounts (overlayfs) the service reports no user namespace
+// support and refuses POD user namespaces with FailedPrecondition.
+func TestCRIUserNamespaceUnsupported(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	ovl := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work"} {
+		must(t, "mkdir "+d, os.Mkdir(filepath.Join(ovl, d), 0o755))
+	}
+	must(t, "mount overlay", syscall.Mount("overlay", env.DataDir, "overlay", 0,
+		"lowerdir="+ovl+"/lower,upperdir="+ovl+"/upper,workdir="+ovl+"/work"))
+	t.Cleanup(func() { syscall.Unmount(env.DataDir, syscall.MNT_DETACH) })
+	svc := startCRIService(t, env)
+	c := dialCRI(t, svc)
+	ctx := rpcCtx(t)
+	st, err := c.Status(ctx, &runtimeapi.StatusRequest{})
+	must(t, "Status", err)
+	if len(st.RuntimeHandlers) == 0 || st.RuntimeHandlers[0].GetFeatures().GetUserNamespaces() {
+		t.Errorf("Status reports user namespaces on overlayfs: %v", st.RuntimeHandlers)
+	}
+	mapping := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: 200000, Length: 65536}}
+	pc := podConfig("userns-unsupported", "")
+	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: mapping, Gids: mapping}}}
+	if _, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("RunPodSandbox with a user namespace on overlayfs: %v, want FailedPrecondition", err)
+	}
 }
 
 // TestUserNamespaceCLI: `rkt run --private-users` gives the pod the same
