@@ -23,6 +23,7 @@ type appFlags struct {
 	group          string
 	suppGroups     []string
 	workingDir     string
+	stopSignal     string
 	mounts         []string
 	cpu            string
 	memory         string
@@ -52,6 +53,7 @@ func appFlagSet(f *appFlags) *pflag.FlagSet {
 	fs.StringVar(&f.group, "group", "", "group (name or gid) to run as")
 	fs.StringSliceVar(&f.suppGroups, "supplementary-gids", nil, "additional group ids")
 	fs.StringVar(&f.workingDir, "working-dir", "", "working directory (default: the image's)")
+	fs.StringVar(&f.stopSignal, "stop-signal", "", "signal that asks the app to stop, before SIGKILL (default: the image's STOPSIGNAL, else SIGTERM)")
 	fs.StringArrayVar(&f.mounts, "mount", nil, "mount a volume (volume=NAME,target=PATH[,readOnly=true]) or an image read-only (image=REF,target=PATH[,subPath=DIR]) (repeatable)")
 	fs.StringVar(&f.cpu, "cpu", "", "CPU limit, in cores (0.5) or millicores (500m)")
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 64M, 1G, 512Ki")
@@ -82,6 +84,7 @@ func (f *appFlags) appOptions(image string, podEnv []string, volumes map[string]
 		User:            f.user,
 		Group:           f.group,
 		WorkingDir:      f.workingDir,
+		StopSignal:      f.stopSignal,
 		ReadonlyRootfs:  f.readonlyRootfs,
 		Privileged:      f.privileged,
 		NoNewPrivileges: f.noNewPrivs,

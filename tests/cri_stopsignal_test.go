@@ -102,3 +102,24 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestStopSignalCLI: `rkt run --stop-signal` is the CLI's way to the same
+// stage0 option: `rkt app stop` sends it, and the app exits through its
+// trap instead of being killed after the grace period.
+func TestStopSignalCLI(t *testing.T) {
+	requireRoot(t)
+	pe := newPodEnv(t)
+	uuid := pe.runDetached("--net=none", pe.image, "--name=quitter", "--stop-signal=SIGQUIT", "--exec=/bin/sh", "--",
+		"-c", "trap '' TERM; trap 'exit 0' QUIT; while true; do sleep 0.1; done")
+	pe.waitState(uuid, "running", 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // let the shell set its traps
+	start := time.Now()
+	pe.RunOK("app", "stop", uuid, "--app=quitter", "--timeout=20s")
+	p := pe.status(uuid)
+	if len(p.Apps) != 1 || p.Apps[0].ExitCode != 0 || p.Apps[0].Signal != "" || time.Since(start) > 10*time.Second {
+		t.Errorf("app stopped with SIGQUIT: %+v after %v; want exit 0 through the trap at once", p.Apps, time.Since(start))
+	}
+	if r := pe.run("--net=none", pe.image, "--stop-signal=SIGNOPE", "--exec=/bin/true"); r.Code == 0 || !strings.Contains(r.Stderr, "SIGNOPE") {
+		t.Errorf("rkt run with an unknown stop signal: %s", r)
+	}
+}
