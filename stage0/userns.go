@@ -122,13 +122,19 @@ func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []stri
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)
 	}
+	mapped := make([]string, len(layers))
 	// The overlay keeps its layers' mounts alive: the temporary mount
-	// points go once it is mounted (or failed).
+	// points go once it is mounted (or failed). Never RemoveAll here: a
+	// mount point that failed to unmount would expose an image layer.
 	defer func() {
 		unmountUnder(tmp)
-		os.RemoveAll(tmp)
+		for _, m := range mapped {
+			if m != "" {
+				os.Remove(m)
+			}
+		}
+		os.Remove(tmp)
 	}()
-	mapped := make([]string, len(layers))
 	for i, l := range layers {
 		mapped[i] = filepath.Join(tmp, strconv.Itoa(i))
 		if err := idmapMount(l, mapped[i], ns); err != nil {

@@ -100,6 +100,9 @@ func TestCRIUserNamespace(t *testing.T) {
 	if st.uid != 0 || st.gid != 0 {
 		t.Errorf("a file the app's root wrote in an idmapped volume is %d:%d on the host, want 0:0", st.uid, st.gid)
 	}
+	if left, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "idmap")); len(left) > 0 {
+		t.Errorf("temporary idmapped layer mounts left behind: %v", left)
+	}
 	uppers, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "upper", "etc", "written"))
 	if len(uppers) != 1 {
 		t.Fatalf("the file written in the rootfs is in %d upper directories, want 1: %v", len(uppers), uppers)
