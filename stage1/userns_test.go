@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+func TestAdjustSpecUserNS(t *testing.T) {
+	spec := &specs.Spec{
+		Process: &specs.Process{Args: []string{"sh"}},
+		Linux: &specs.Linux{Namespaces: []specs.LinuxNamespace{
+			{Type: specs.MountNamespace}, {Type: specs.UserNamespace},
+		}},
+	}
+	ns := podNamespaces{user: "/pod/userns"}
+	if err := adjustSpec(spec, ns, limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := spec.Linux.Namespaces[1]; n.Type != specs.UserNamespace || n.Path != "/pod/userns" {
+		t.Errorf("user namespace entry %+v, want the pod's /pod/userns", n)
+	}
+}
+
+func TestUserNSPath(t *testing.T) {
+	dir := t.TempDir()
+	if p, err := userNSPath(dir, &schema.PodManifest{}); p != "" || err != nil {
+		t.Errorf("a pod without mappings: %q, %v; want none", p, err)
+	}
+	m := &schema.PodManifest{UUID: "u", UserNS: &schema.UserNamespace{}}
+	if _, err := userNSPath(dir, m); err == nil {
+		t.Error("a pod with mappings but no mounted userns was accepted")
+	}
+}
