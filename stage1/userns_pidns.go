@@ -36,16 +36,30 @@ __attribute__((constructor)) static void rkt_pidns_in_userns(void) {
 		perror("stage1 pidns: create the PID namespace");
 		_exit(1);
 	}
+	// The pipe tells the child whether this process died before the
+	// child's death signal was armed: its write end closes with us.
+	int alive[2];
+	if (pipe2(alive, O_CLOEXEC) < 0) {
+		perror("stage1 pidns: pipe");
+		_exit(1);
+	}
 	pid_t child = fork();
 	if (child < 0) {
 		perror("stage1 pidns: fork");
 		_exit(1);
 	}
 	if (child == 0) {
+		close(alive[1]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		fcntl(alive[0], F_SETFL, O_NONBLOCK);
+		char c;
+		if (read(alive[0], &c, 1) == 0)
+			_exit(1); // orphaned already
+		close(alive[0]);
 		unsetenv("_RKT_PIDNS_USERNS");
 		return; // PID 1 of the new namespace: on to `stage1 pidns`
 	}
+	close(alive[0]);
 	for (;;) {
 		int st;
 		pid_t p = waitpid(child, &st, 0);
