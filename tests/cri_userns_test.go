@@ -111,11 +111,17 @@ func TestCRIUserNamespace(t *testing.T) {
 	if st.uid != hostID || st.gid != hostID {
 		t.Errorf("a file the app's root wrote in its rootfs is %d:%d on the host, want %d:%d", st.uid, st.gid, hostID, hostID)
 	}
-	if _, err := os.Stat("/proc/self/ns/user"); err == nil {
-		self, _ := os.Readlink("/proc/self/ns/user")
-		if got := run(a, "readlink /proc/self/ns/user"); got == self {
-			t.Errorf("the container is in the host's user namespace %s", self)
-		}
+	nsA := run(a, "readlink /proc/self/ns/user")
+	if self, _ := os.Readlink("/proc/self/ns/user"); nsA == self {
+		t.Errorf("the container is in the host's user namespace %s", self)
+	}
+
+	// A restarted service adds apps to the same user namespace.
+	svc.Kill()
+	svc.Restart()
+	c3 := start("c")
+	if got := run(c3, "cat /proc/self/uid_map; readlink /proc/self/ns/user"); got != "0 200000 65536 "+nsA {
+		t.Errorf("a container created after a restart: %q, want the pod's mapping and namespace %s", got, nsA)
 	}
 }
 
