@@ -17,6 +17,10 @@ type PodNet struct {
 	// Args are extra CNI_ARGS, e.g. K8S_POD_NAMESPACE and K8S_POD_NAME for
 	// the CRI; IgnoreUnknown=1 is added so plugins not knowing them go on.
 	Args [][2]string
+	// CreateNetNS, when set, creates the pod's network namespace (with
+	// loopback up) bind-mounted at path instead of Setup: stage0 makes it
+	// inside the pod's user namespace. Teardown unmounts it as any other.
+	CreateNetNS func(path string) error `json:"-"`
 }
 
 // Result is what Setup did, as saved in <pod dir>/net-info.json.

@@ -162,7 +162,11 @@ func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 			return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 		}
 	}
-	if err := createNetNS(res.NetNS); err != nil {
+	create := createNetNS
+	if pn.CreateNetNS != nil {
+		create = pn.CreateNetNS
+	}
+	if err := create(res.NetNS); err != nil {
 		return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 	}
 	cni := newCNI(cfg)

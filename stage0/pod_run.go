@@ -120,6 +120,7 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	}
 	net, err := networking.Setup(ctx, r.cfg.Net, networking.PodNet{
 		UUID: p.uuid, Dir: p.dir, Net: pm.Net, Ports: pm.Ports, DNS: pm.DNS,
+		CreateNetNS: r.userNSNetNS(ctx, p, pm),
 	})
 	if err != nil {
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)

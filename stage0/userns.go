@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -59,15 +60,35 @@ func ParseIDMapping(s string) (specs.LinuxIDMapping, error) {
 }
 
 // setupUserNS creates the pod's user namespace at <pod>/userns (by the
-// one-shot `stage1 userns`) when the pod asks for one.
+// one-shot `stage1 userns`) when the pod asks for one and does not have it
+// yet (see userNSNetNS).
 func (r *Runtime) setupUserNS(ctx context.Context, p *pod, pm *schema.PodManifest) error {
 	if pm.UserNS == nil {
 		return nil
 	}
+	return r.createUserNS(ctx, p, pm, "")
+}
+
+// userNSNetNS is, for a pod with a user namespace and a network namespace,
+// networking's way to create that network namespace: inside the user
+// namespace (created with it), so that the apps own it and may mount their
+// sysfs. nil otherwise.
+func (r *Runtime) userNSNetNS(ctx context.Context, p *pod, pm *schema.PodManifest) func(string) error {
+	if pm.UserNS == nil || pm.Net == networking.NetHost {
+		return nil
+	}
+	return func(path string) error { return r.createUserNS(ctx, p, pm, path) }
+}
+
+func (r *Runtime) createUserNS(ctx context.Context, p *pod, pm *schema.PodManifest, netns string) error {
 	if err := checkReachable(p.dir, pm.UserNS); err != nil {
 		return fmt.Errorf("pod %s: %w", p.uuid, err)
 	}
-	out, err := exec.CommandContext(ctx, r.cfg.Stage1Path, "userns", "--pod-dir="+p.dir).CombinedOutput()
+	args := []string{"userns", "--pod-dir=" + p.dir}
+	if netns != "" {
+		args = append(args, "--netns="+netns)
+	}
+	out, err := exec.CommandContext(ctx, r.cfg.Stage1Path, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cannot create the user namespace of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out)))
 	}
@@ -211,11 +232,12 @@ func idmappable(path string) bool {
 }
 
 // addUserNS makes the app join the pod's user namespace (stage1 fills in
-// the path) with the pod's mappings. The pod's network and IPC namespaces
-// belong to the host's user namespace, where the app may not mount sysfs
-// or mqueue: /sys becomes a read-only bind of the host's (as for rootless
-// containers) and /dev/mqueue is left out (mq_open works without it). Bind
-// mounts of filesystems that support it are idmapped to the namespace.
+// the path) with the pod's mappings. The pod's IPC namespace (and the
+// host's network namespace of a host-network pod) belong to the host's
+// user namespace, where the app may not mount mqueue (or sysfs): /dev/mqueue
+// is left out (mq_open works without it) and /sys of a host-network pod is
+// a read-only bind of the host's (as for rootless containers). Bind mounts
+// of filesystems that support it are idmapped to the namespace.
 func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 	if pm.UserNS == nil {
 		return
@@ -226,6 +248,9 @@ func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 		case "mqueue":
 			continue
 		case "sysfs":
+			if pm.Net != networking.NetHost {
+				break // the pod's network namespace is the user namespace's
+			}
 			m = specs.Mount{Destination: m.Destination, Type: "bind", Source: "/sys",
 				Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 		case "bind":

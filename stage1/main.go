@@ -4,7 +4,7 @@
 //
 //	stage1 run --pod-dir=DIR [--mode=run|sandbox] [--debug]
 //	stage1 gc --pod-dir=DIR [--debug]
-//	stage1 userns --pod-dir=DIR (creates <pod>/userns from the manifest)
+//	stage1 userns --pod-dir=DIR [--netns=PATH] (creates <pod>/userns from the manifest)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
 // container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
@@ -69,6 +69,7 @@ func main() {
 	podDir := fs.String("pod-dir", "", "absolute path of the pod directory")
 	mode := fs.String("mode", "run", "run: start every app and exit when all have exited; sandbox: start none, live until shut down")
 	fs.BoolVar(&debug, "debug", false, "log debug messages")
+	netns := fs.String("netns", "", "userns: also create the pod's network namespace inside it and bind-mount it here")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(2)
 	}
@@ -87,7 +88,7 @@ func main() {
 	case "gc":
 		err = gcPod(*podDir)
 	case "userns":
-		err = createUserNS(*podDir)
+		err = createUserNS(*podDir, *netns)
 
 	default:
 		usage()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,11 +18,15 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
-// createUserNS is `stage1 userns --pod-dir=DIR`: it creates the pod's user
-// namespace with the mappings of PodManifest.UserNS and bind-mounts it at
-// <pod>/userns, where stage0 (idmapped rootfs) and the supervisor (apps
-// join it) find it. The namespace lives as long as that mount. Idempotent.
-func createUserNS(podDir string) error {
+// createUserNS is `stage1 userns --pod-dir=DIR [--netns=PATH]`: it creates
+// the pod's user namespace with the mappings of PodManifest.UserNS and
+// bind-mounts it at <pod>/userns, where stage0 (idmapped rootfs) and the
+// supervisor (apps join it) find it. The namespace lives as long as that
+// mount. With netns it also creates the pod's network namespace, owned by
+// the user namespace (so that its apps may mount their sysfs), with
+// loopback up, and bind-mounts it at netns (for networking to configure).
+// Idempotent for the user namespace.
+func createUserNS(podDir, netns string) error {
 	b, err := os.ReadFile(filepath.Join(podDir, schema.PodManifestFile))
 	if err != nil {
 		return fmt.Errorf("cannot read the pod manifest: %w", err)
@@ -34,24 +39,36 @@ func createUserNS(podDir string) error {
 		return fmt.Errorf("pod %s has no user namespace mappings", m.UUID)
 	}
 	target := filepath.Join(podDir, schema.UserNSFile)
-	if mounted, err := mountinfo.Mounted(target); err == nil && mounted {
+	if mounted, err := mountinfo.Mounted(target); err == nil && mounted && netns == "" {
 		return nil
 	}
 	// The namespace needs a process to exist until it is bind-mounted: a
 	// child in the new namespace that waits for its stdin to close. Go
 	// writes its uid/gid maps before it runs.
 	cmd := exec.Command("/proc/self/exe", "userns-hold")
+	flags := uintptr(syscall.CLONE_NEWUSER)
+	if netns != "" {
+		flags |= syscall.CLONE_NEWNET
+		cmd.Args = append(cmd.Args, "--loopback")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
+		Cloneflags:  flags,
 		UidMappings: sysProcIDMap(m.UserNS.UIDMappings),
 		GidMappings: sysProcIDMap(m.UserNS.GIDMappings),
-		Pdeathsig:   syscall.SIGKILL,
+		// root of the namespace (the host's root is not mapped in it), to
+		// own what it creates there
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+		Pdeathsig:  syscall.SIGKILL,
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("cannot create the user namespace holder's stdin: %w", err)
 	}
 	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("cannot create the user namespace holder's stdout: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cannot create the user namespace of pod %s: %w", m.UUID, err)
 	}
@@ -59,25 +76,74 @@ func createUserNS(podDir string) error {
 		stdin.Close()
 		cmd.Wait()
 	}()
+	// The holder says "ok" once its namespaces are ready (loopback up).
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if line != "ok\n" {
+		return fmt.Errorf("the namespace holder of pod %s failed: %q %v", m.UUID, line, err)
+	}
+	if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
+		if err := bindNS(cmd.Process.Pid, "user", target); err != nil {
+			return fmt.Errorf("pod %s: %w", m.UUID, err)
+		}
+	}
+	if netns != "" {
+		if err := bindNS(cmd.Process.Pid, "net", netns); err != nil {
+			return fmt.Errorf("pod %s: %w", m.UUID, err)
+		}
+	}
+	return nil
+}
+
+// bindNS bind-mounts namespace kind of process pid at target (created).
+func bindNS(pid int, kind, target string) error {
 	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o444)
 	if err != nil {
 		return fmt.Errorf("cannot create %q: %w", target, err)
 	}
 	f.Close()
-	src := fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid)
+	src := fmt.Sprintf("/proc/%d/ns/%s", pid, kind)
 	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
 		os.Remove(target)
-		return fmt.Errorf("cannot bind-mount the user namespace of pod %s at %q: %w", m.UUID, target, err)
+		return fmt.Errorf("cannot bind-mount the %s namespace at %q: %w", kind, target, err)
 	}
 	return nil
 }
 
-// runUserNSHolder is `stage1 userns-hold`: wait until stdin closes.
+// runUserNSHolder is `stage1 userns-hold [--loopback]`: set loopback up
+// (in a new network namespace), say "ok", wait until stdin closes.
 func runUserNSHolder() int {
+	if len(os.Args) > 2 && os.Args[2] == "--loopback" {
+		if err := loopbackUp(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	fmt.Println("ok")
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil && !errors.Is(err, os.ErrClosed) {
 		return 1
 	}
 	return 0
+}
+
+// loopbackUp sets "lo" up in this process's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot open a socket to set lo up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("cannot read the flags of lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("cannot set lo up: %w", err)
+	}
+	return nil
 }
 
 func sysProcIDMap(m []specs.LinuxIDMapping) []syscall.SysProcIDMap {

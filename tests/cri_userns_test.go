@@ -89,6 +89,18 @@ func TestCRIUserNamespace(t *testing.T) {
 	if got := run(a, "id -u; stat -c %u:%g /bin/busybox /etc /vol/host-file"); got != "0 0:0 0:0 0:0" {
 		t.Errorf("ids in the container = %q, want root and root-owned image and volume files", got)
 	}
+	// The pod's network namespace belongs to its user namespace: the app
+	// has its own sysfs, listing only the pod's interfaces.
+	sysNet := strings.Fields(run(a, "ls /sys/class/net"))
+	procNet := run(a, "cat /proc/net/dev")
+	if len(sysNet) < 2 {
+		t.Errorf("/sys/class/net in the container: %v, want lo and the pod's interface", sysNet)
+	}
+	for _, n := range sysNet {
+		if !strings.Contains(procNet, n+":") {
+			t.Errorf("/sys/class/net in the container lists %s, not in its network namespace: %s", n, procNet)
+		}
+	}
 	run(a, "echo hi > /etc/written && echo v > /vol/from-app")
 	if got := run(b, "readlink /proc/self/ns/user"); got != run(a, "readlink /proc/self/ns/user") {
 		t.Errorf("the pod's containers are in different user namespaces: %q", got)
