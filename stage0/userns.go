@@ -232,12 +232,12 @@ func idmappable(path string) bool {
 }
 
 // addUserNS makes the app join the pod's user namespace (stage1 fills in
-// the path) with the pod's mappings. The pod's IPC namespace (and the
-// host's network namespace of a host-network pod) belong to the host's
-// user namespace, where the app may not mount mqueue (or sysfs): /dev/mqueue
-// is left out (mq_open works without it) and /sys of a host-network pod is
-// a read-only bind of the host's (as for rootless containers). Bind mounts
-// of filesystems that support it are idmapped to the namespace.
+// the path) with the pod's mappings. The pod's own network, IPC and UTS
+// namespaces belong to it; the host's (host network, host IPC) do not, and
+// there the app may not mount sysfs or mqueue: /sys becomes a read-only
+// bind of the host's (as for rootless containers) and /dev/mqueue is left
+// out (mq_open works without it). Bind mounts of filesystems that support
+// it are idmapped to the namespace.
 func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 	if pm.UserNS == nil {
 		return
@@ -246,6 +246,9 @@ func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 	for _, m := range s.Mounts {
 		switch m.Type {
 		case "mqueue":
+			if !pm.HostIPC {
+				break // the pod's IPC namespace is the user namespace's
+			}
 			continue
 		case "sysfs":
 			if pm.Net != networking.NetHost {

@@ -148,11 +148,17 @@ func (sv *supervisor) setup() error {
 	if sv.namespaces.user, err = userNSPath(sv.podDir, m); err != nil {
 		return err
 	}
-	if err := setHostname(m.Hostname); err != nil {
-		return err
-	}
-	if err := applySysctls(m.Sysctls, sv.namespaces.net); err != nil {
-		return err
+	if sv.namespaces.user != "" {
+		if err := sv.userNSPodNamespaces(m); err != nil {
+			return err
+		}
+	} else {
+		if err := setHostname(m.Hostname); err != nil {
+			return err
+		}
+		if err := applySysctls(m.Sysctls, sv.namespaces.net); err != nil {
+			return err
+		}
 	}
 	if m.SharedPID {
 		h, err := startPIDNSHolder(sv.spawner, sv.namespaces.user)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/moby/sys/mountinfo"
@@ -16,6 +18,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
+)
+
+// The IPC and UTS namespaces of a pod with a user namespace, owned by it.
+const (
+	userNSIPCFile = "ipcns"
+	userNSUTSFile = "utsns"
 )
 
 // createUserNS is `stage1 userns --pod-dir=DIR [--netns=PATH]`: it creates
@@ -46,11 +54,20 @@ func createUserNS(podDir, netns string) error {
 	// child in the new namespace that waits for its stdin to close. Go
 	// writes its uid/gid maps before it runs.
 	cmd := exec.Command("/proc/self/exe", "userns-hold")
+	// IPC and UTS namespaces owned by the user namespace let the apps
+	// mount their mqueue; stage1 sets the hostname and sysctls in them.
 	flags := uintptr(syscall.CLONE_NEWUSER)
+	if !m.HostIPC {
+		flags |= syscall.CLONE_NEWIPC
+	}
+	if m.Net != "host" {
+		flags |= syscall.CLONE_NEWUTS
+	}
 	if netns != "" {
 		flags |= syscall.CLONE_NEWNET
 		cmd.Args = append(cmd.Args, "--loopback")
 	}
+	cmd.Args = append(cmd.Args, holderArgs(&m, flags)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  flags,
 		UidMappings: sysProcIDMap(m.UserNS.UIDMappings),
@@ -82,8 +99,17 @@ func createUserNS(podDir, netns string) error {
 		return fmt.Errorf("the namespace holder of pod %s failed: %q %v", m.UUID, line, err)
 	}
 	if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
-		if err := bindNS(cmd.Process.Pid, "user", target); err != nil {
-			return fmt.Errorf("pod %s: %w", m.UUID, err)
+		binds := map[string]string{"user": target}
+		if flags&syscall.CLONE_NEWIPC != 0 {
+			binds["ipc"] = filepath.Join(podDir, userNSIPCFile)
+		}
+		if flags&syscall.CLONE_NEWUTS != 0 {
+			binds["uts"] = filepath.Join(podDir, userNSUTSFile)
+		}
+		for kind, path := range binds {
+			if err := bindNS(cmd.Process.Pid, kind, path); err != nil {
+				return fmt.Errorf("pod %s: %w", m.UUID, err)
+			}
 		}
 	}
 	if netns != "" {
@@ -109,14 +135,13 @@ func bindNS(pid int, kind, target string) error {
 	return nil
 }
 
-// runUserNSHolder is `stage1 userns-hold [--loopback]`: set loopback up
-// (in a new network namespace), say "ok", wait until stdin closes.
+// runUserNSHolder is `stage1 userns-hold [--loopback] [--hostname=NAME]
+// [--sysctl=KEY=VALUE...]`: set up its new namespaces, say "ok", wait until
+// stdin closes.
 func runUserNSHolder() int {
-	if len(os.Args) > 2 && os.Args[2] == "--loopback" {
-		if err := loopbackUp(); err != nil {
-			fmt.Println(err)
-			return 1
-		}
+	if err := holderSetup(os.Args[2:]); err != nil {
+		fmt.Println(err)
+		return 1
 	}
 	fmt.Println("ok")
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil && !errors.Is(err, os.ErrClosed) {
@@ -164,4 +189,79 @@ func userNSPath(podDir string, m *schema.PodManifest) (string, error) {
 		return "", fmt.Errorf("pod %s has user namespace mappings but no %s in its directory", m.UUID, schema.UserNSFile)
 	}
 	return p, nil
+}
+
+// userNSPodNamespaces points the pod's IPC and UTS namespaces at those
+// created with its user namespace, where the holder already set the
+// hostname and the ipc/uts sysctls, and sets the net sysctls.
+func (sv *supervisor) userNSPodNamespaces(m *schema.PodManifest) error {
+	ipc, uts := filepath.Join(sv.podDir, userNSIPCFile), filepath.Join(sv.podDir, userNSUTSFile)
+	ownIPC, _ := mountinfo.Mounted(ipc)
+	ownUTS, _ := mountinfo.Mounted(uts)
+	if ownIPC {
+		sv.namespaces.ipc = ipc
+	}
+	if ownUTS {
+		sv.namespaces.uts = uts
+	} else if err := setHostname(m.Hostname); err != nil {
+		return err
+	}
+	rest := map[string]string{}
+	for k, v := range m.Sysctls {
+		switch kind := sysctlNamespace(k); {
+		case kind == "ipc" && ownIPC, kind == "uts" && ownUTS:
+			// set by the holder, as the namespaces' root
+		default:
+			rest[k] = v
+		}
+	}
+	return applySysctls(rest, sv.namespaces.net)
+}
+
+// holderArgs are the settings the namespace holder applies in the IPC and
+// UTS namespaces it creates (as their root: the host's root may not write
+// their ipc sysctls without CAP_SYS_RESOURCE).
+func holderArgs(m *schema.PodManifest, flags uintptr) []string {
+	var args []string
+	if flags&syscall.CLONE_NEWUTS != 0 && m.Hostname != "" {
+		args = append(args, "--hostname="+m.Hostname)
+	}
+	keys := make([]string, 0, len(m.Sysctls))
+	for k := range m.Sysctls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kind := sysctlNamespace(k)
+		if (kind == "ipc" && flags&syscall.CLONE_NEWIPC != 0) || (kind == "uts" && flags&syscall.CLONE_NEWUTS != 0) {
+			args = append(args, "--sysctl="+k+"="+m.Sysctls[k])
+		}
+	}
+	return args
+}
+
+// holderSetup applies the holder's arguments: --loopback, --hostname=NAME,
+// --sysctl=KEY=VALUE.
+func holderSetup(args []string) error {
+	for _, a := range args {
+		switch {
+		case a == "--loopback":
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		case strings.HasPrefix(a, "--hostname="):
+			name := strings.TrimPrefix(a, "--hostname=")
+			if err := unix.Sethostname([]byte(name)); err != nil {
+				return fmt.Errorf("cannot set hostname %q: %w", name, err)
+			}
+		case strings.HasPrefix(a, "--sysctl="):
+			k, v, _ := strings.Cut(strings.TrimPrefix(a, "--sysctl="), "=")
+			if err := os.WriteFile(sysctlPath(k), []byte(v), 0o644); err != nil {
+				return fmt.Errorf("cannot set sysctl %q: %w", k, err)
+			}
+		default:
+			return fmt.Errorf("unknown argument %q", a)
+		}
+	}
+	return nil
 }

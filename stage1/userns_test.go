@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+	"syscall"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,5 +34,25 @@ func TestUserNSPath(t *testing.T) {
 	m := &schema.PodManifest{UUID: "u", UserNS: &schema.UserNamespace{}}
 	if _, err := userNSPath(dir, m); err == nil {
 		t.Error("a pod with mappings but no mounted userns was accepted")
+	}
+}
+
+func TestHolderArgs(t *testing.T) {
+	m := &schema.PodManifest{Hostname: "h", Sysctls: map[string]string{
+		"kernel.shmmax": "1", "net.ipv4.ip_forward": "1", "kernel.domainname": "d",
+	}}
+	all := uintptr(syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS)
+	tests := []struct {
+		flags uintptr
+		want  string
+	}{
+		{all, "--hostname=h --sysctl=kernel.domainname=d --sysctl=kernel.shmmax=1"},
+		{syscall.CLONE_NEWIPC, "--sysctl=kernel.shmmax=1"},
+		{0, ""},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(holderArgs(m, tc.flags), " "); got != tc.want {
+			t.Errorf("holderArgs(flags %#x) = %q, want %q", tc.flags, got, tc.want)
+		}
 	}
 }

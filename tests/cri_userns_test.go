@@ -61,6 +61,7 @@ func TestCRIUserNamespace(t *testing.T) {
 
 	pc := podConfig("userns", "")
 	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: nsOpts}
+	pc.Linux.Sysctls = map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_unprivileged_port_start": "100"}
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox with a user namespace", err)
 	start := func(name string) string {
@@ -88,6 +89,11 @@ func TestCRIUserNamespace(t *testing.T) {
 	}
 	if got := run(a, "id -u; stat -c %u:%g /bin/busybox /etc /vol/host-file"); got != "0 0:0 0:0 0:0" {
 		t.Errorf("ids in the container = %q, want root and root-owned image and volume files", got)
+	}
+	// Its UTS and IPC namespaces too: hostname and sysctls set there, its
+	// own mqueue mounted.
+	if got := run(a, "hostname; cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start; grep -c ' /dev/mqueue mqueue ' /proc/mounts"); got != "userns 1 100 1" {
+		t.Errorf("hostname, sysctls and mqueue in the container: %q, want \"userns 1 100 1\"", got)
 	}
 	// The pod's network namespace belongs to its user namespace: the app
 	// has its own sysfs, listing only the pod's interfaces.
