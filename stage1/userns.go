@@ -47,15 +47,18 @@ func createUserNS(podDir, netns string) error {
 		return fmt.Errorf("pod %s has no user namespace mappings", m.UUID)
 	}
 	target := filepath.Join(podDir, schema.UserNSFile)
-	if mounted, err := mountinfo.Mounted(target); err == nil && mounted && netns == "" {
-		return nil
+	if mounted, err := mountinfo.Mounted(target); err == nil && mounted {
+		if netns == "" {
+			return nil
+		}
+		return fmt.Errorf("pod %s already has a user namespace: its network namespace must be created with it", m.UUID)
 	}
 	// The namespace needs a process to exist until it is bind-mounted: a
 	// child in the new namespace that waits for its stdin to close. Go
 	// writes its uid/gid maps before it runs.
 	cmd := exec.Command("/proc/self/exe", "userns-hold")
 	// IPC and UTS namespaces owned by the user namespace let the apps
-	// mount their mqueue; stage1 sets the hostname and sysctls in them.
+	// mount their mqueue; the holder sets the hostname and sysctls there.
 	flags := uintptr(syscall.CLONE_NEWUSER)
 	if !m.HostIPC {
 		flags |= syscall.CLONE_NEWIPC
