@@ -12,6 +12,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/chanmap"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 )
@@ -116,27 +117,7 @@ func (r *streamRuntime) PortForward(ctx context.Context, podSandboxID string, po
 
 // termSizes converts the streaming server's resize events for stage0.
 func termSizes(ctx context.Context, in <-chan remotecommandserver.TerminalSize) <-chan stage0.TermSize {
-	if in == nil {
-		return nil
-	}
-	out := make(chan stage0.TermSize)
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case sz, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- stage0.TermSize{Width: sz.Width, Height: sz.Height}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out
+	return chanmap.Map(ctx, in, func(sz remotecommandserver.TerminalSize) stage0.TermSize {
+		return stage0.TermSize{Width: sz.Width, Height: sz.Height}
+	})
 }
