@@ -15,13 +15,9 @@ func init() {
 		Short: "Print the image manifest of an image (by ID, ID prefix or name)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStore()
+			s, img, err := openImage(args[0])
 			if err != nil {
 				return err
-			}
-			img, err := s.ResolveImage(args[0])
-			if err != nil {
-				return fmt.Errorf("cannot find image %q: %w", args[0], err)
 			}
 			raw, err := s.ReadBlob(img.ManifestDigest)
 			if err != nil {

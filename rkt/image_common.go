@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/errwrap"
 
 	"github.com/rkt/rkt/rkt/config"
@@ -15,6 +17,19 @@ func openStore() (*store.Store, error) {
 		return nil, errwrap.Wrapf("cannot open the image store: {{err}}", err)
 	}
 	return s, nil
+}
+
+// openImage opens the store and resolves ref (ID, ID prefix or name) in it.
+func openImage(ref string) (*store.Store, *store.Image, error) {
+	s, err := openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err := s.ResolveImage(ref)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot find image %q: %w", ref, err)
+	}
+	return s, img, nil
 }
 
 // loadRegistryConfig reads credentials and mirrors from the system, local

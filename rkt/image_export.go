@@ -19,13 +19,9 @@ func init() {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, out := args[0], args[1]
-			s, err := openStore()
+			s, img, err := openImage(ref)
 			if err != nil {
 				return err
-			}
-			img, err := s.ResolveImage(ref)
-			if err != nil {
-				return fmt.Errorf("cannot find image %q: %w", ref, err)
 			}
 			if _, err := os.Lstat(out); err == nil && !overwrite {
 				return fmt.Errorf("cannot export image %s: %q exists (use --overwrite)", img.ID, out)

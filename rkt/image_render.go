@@ -18,13 +18,9 @@ func init() {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, dest := args[0], args[1]
-			s, err := openStore()
+			s, img, err := openImage(ref)
 			if err != nil {
 				return err
-			}
-			img, err := s.ResolveImage(ref)
-			if err != nil {
-				return fmt.Errorf("cannot find image %q: %w", ref, err)
 			}
 			if overwrite {
 				if err := os.RemoveAll(dest); err != nil {
