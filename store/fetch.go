@@ -101,6 +101,13 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if err := s.cleanTemp(); err != nil {
 		return nil, err
 	}
+	// Blobs this fetch stores are referenced by no image until it records
+	// one: keep GC and RemoveImage in other processes from sweeping them.
+	fl, err := s.holdFetchLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.Close()
 	switch {
 	case strings.HasPrefix(ref, "oci-archive:"):
 		return s.fetchOCIArchive(ctx, strings.TrimPrefix(ref, "oci-archive:"), opts)

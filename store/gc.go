@@ -16,6 +16,9 @@ type GCResult struct {
 	Blobs  int      // blobs removed
 	Trees  int      // layer trees removed
 	Bytes  int64    // bytes of blobs removed
+	// SweepDeferred says blobs and trees were not swept because a fetch was
+	// running; a later GC collects them.
+	SweepDeferred bool
 }
 
 // GC removes images not in inUse that were not used (MarkUsed) or imported
@@ -50,6 +53,15 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 	if err != nil {
 		return nil, err
 	}
+	sweep, err := s.trySweepLock()
+	if err != nil {
+		return res, err
+	}
+	if sweep == nil {
+		res.SweepDeferred = true
+		return res, s.cleanTemp()
+	}
+	defer sweep.Close()
 	if err := s.gcBlobs(ctx, cutoff, keepBlobs, res); err != nil {
 		return res, err
 	}

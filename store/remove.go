@@ -46,6 +46,13 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A fetch in progress may be about to record an image sharing these
+	// blobs or trees: leave them to a later GC then.
+	sweep, err := s.trySweepLock()
+	if err != nil || sweep == nil {
+		return img, err
+	}
+	defer sweep.Close()
 	for _, d := range imageBlobs(&removed.Image) {
 		if keepBlobs[d] {
 			continue
