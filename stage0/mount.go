@@ -28,6 +28,12 @@ func mountRootfs(appDir string, layers []string) error {
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
 	}
+	return mountOverlay(rootfs, layers, upper, work, appDir)
+}
+
+// mountOverlay mounts an overlay of layers (lowest first) at rootfs, with an
+// empty lowerdir in appDir when there are no layers.
+func mountOverlay(rootfs string, layers []string, upper, work, appDir string) error {
 	lower := make([]string, 0, len(layers)+1)
 	for i := len(layers) - 1; i >= 0; i-- { // overlay wants the top layer first
 		lower = append(lower, layers[i])

@@ -194,29 +194,6 @@ func idmapMount(src, dst string, ns *os.File) error {
 	return nil
 }
 
-// mountOverlay mounts an overlay of layers (lowest first) at rootfs.
-func mountOverlay(rootfs string, layers []string, upper, work, appDir string) error {
-	lower := make([]string, 0, len(layers)+1)
-	for i := len(layers) - 1; i >= 0; i-- { // overlay wants the top layer first
-		lower = append(lower, layers[i])
-	}
-	if len(lower) == 0 {
-		empty := filepath.Join(appDir, "empty")
-		if err := os.MkdirAll(empty, 0o755); err != nil {
-			return fmt.Errorf("cannot create %q: %w", empty, err)
-		}
-		lower = append(lower, empty)
-	}
-	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(lower, ":"), upper, work)
-	if len(data) >= os.Getpagesize() {
-		return fmt.Errorf("cannot mount rootfs %q: %d layers make overlay options longer than a page", rootfs, len(layers))
-	}
-	if err := unix.Mount("overlay", rootfs, "overlay", 0, data); err != nil {
-		return fmt.Errorf("cannot mount the idmapped overlay rootfs on %q: %w", rootfs, err)
-	}
-	return nil
-}
-
 // idmappable reports whether the filesystem of path supports idmapped
 // mounts (the common local ones; overlayfs, the image volumes, does not).
 func idmappable(path string) bool {
