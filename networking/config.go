@@ -18,9 +18,11 @@
 package networking
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/rkt/rkt/pkg/buildinfo"
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // Defaults of the built-in "default" network.
@@ -75,6 +77,15 @@ func (c Config) stateDir() string {
 		dataDir = buildinfo.DataDir
 	}
 	return filepath.Join(dataDir, "networks")
+}
+
+// ensureStateDir creates the state dir, root's only (it holds IP
+// reservations and CNI results of every pod).
+func (c Config) ensureStateDir() error {
+	if err := fileperm.MkdirAll(c.stateDir(), fileperm.Private); err != nil {
+		return fmt.Errorf("cannot create the network state directory: %w", err)
+	}
+	return nil
 }
 
 // cacheDir holds libcni's result cache.

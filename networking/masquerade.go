@@ -133,8 +133,8 @@ func removeMasquerade(ctx context.Context, subnet string) error {
 
 // lockState takes an exclusive flock on <state dir>/lock.
 func lockState(cfg Config) (func(), error) {
-	if err := os.MkdirAll(cfg.stateDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create network state dir: %w", err)
+	if err := cfg.ensureStateDir(); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(cfg.stateDir(), "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

@@ -157,6 +157,9 @@ func cniPortMappings(ports []schema.PortMapping) []interface{} {
 // setupAll creates the namespace and adds every planned network, saving
 // progress after each step.
 func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
+	if err := cfg.ensureStateDir(); err != nil {
+		return err
+	}
 	if res.Masquerade != "" {
 		if err := acquireMasquerade(ctx, cfg, res.Masquerade, pn.UUID); err != nil {
 			return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // subnetFile keeps the pod CIDR set by SetDefaultSubnet (CRI
@@ -75,38 +77,11 @@ func SetDefaultSubnet(cfg Config, cidr string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, []byte(subnet+"\n"))
+	if err := fileperm.MkdirAll(filepath.Dir(path), fileperm.Private); err != nil {
+		return err
+	}
+	return fileperm.WriteFile(path, []byte(subnet+"\n"), fileperm.Private)
 }
 
 // DefaultNetworkSubnet returns the subnet the "default" network uses now.
 func DefaultNetworkSubnet(cfg Config) (string, error) { return cfg.subnet() }
-
-// writeFileAtomic writes data to path through a synced temp file and rename.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("cannot create directory of %q: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("cannot write %q: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("cannot write %q: %w", path, err)
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -37,7 +38,7 @@ func save(podDir string, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode network info of pod %q: %w", podDir, err)
 	}
-	return writeFileAtomic(filepath.Join(podDir, schema.NetInfoFile), data)
+	return fileperm.WriteFile(filepath.Join(podDir, schema.NetInfoFile), data, fileperm.Shared)
 }
 
 // Teardown undoes Setup from what it saved: CNI DEL of every network (in

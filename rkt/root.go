@@ -32,6 +32,8 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildinfo.Version,
+		// a subcommand that needs its own pre-run must call requireRoot
+		PersistentPreRunE: requireRoot,
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&globals.Dir, "dir", buildinfo.DataDir, "rkt data directory")

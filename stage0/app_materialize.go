@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -26,8 +27,8 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	}
 	for _, v := range pm.Volumes {
 		if v.Kind == "empty" || v.Kind == "" {
-			if err := os.MkdirAll(filepath.Join(p.dir, podVolumesDir, v.Name), 0o777); err != nil {
-				return fmt.Errorf("cannot create volume %q: %w", v.Name, err)
+			if err := makeEmptyVolume(p.dir, pm, v.Name); err != nil {
+				return err
 			}
 		}
 	}
@@ -50,8 +51,32 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	if err != nil {
 		return err
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, schema.AppSpecFile), spec); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, schema.AppSpecFile), spec, fileperm.Private); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
+	}
+	return nil
+}
+
+// makeEmptyVolume creates the backing directory of an empty volume, open to
+// every user of the pod, in the pod's root-only volumes directory.
+func makeEmptyVolume(podDir string, pm *schema.PodManifest, name string) error {
+	vols := filepath.Join(podDir, podVolumesDir)
+	if err := fileperm.Mkdir(vols, fileperm.Private); err != nil {
+		return err
+	}
+	if err := allowUserNS(pm, vols); err != nil {
+		return err
+	}
+	dir := filepath.Join(vols, name)
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if os.IsExist(err) {
+			return nil
+		}
+		return fmt.Errorf("cannot create volume %q: %w", name, err)
+	}
+	// 0777 whatever the umask: any user of the pod may write to it
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return fmt.Errorf("cannot create volume %q: %w", name, err)
 	}
 	return nil
 }

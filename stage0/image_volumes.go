@@ -11,9 +11,12 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
-// imageVolumesDir holds the read-only mounts of image volumes in an app dir.
+// imageVolumesDir holds the read-only mounts of image volumes in an app's
+// root-only fs dir.
 const imageVolumesDir = "imagevols"
 
 // resolveImageMounts resolves the images of the app's image volumes (their
@@ -42,7 +45,7 @@ func (r *Runtime) resolveImageMounts(ctx context.Context, opts AppOptions) (map[
 func mountImageVolumes(appDir string, opts AppOptions, imgs map[int]Image) (map[int]string, error) {
 	out := map[int]string{}
 	for i, img := range imgs {
-		dir := filepath.Join(appDir, imageVolumesDir, strconv.Itoa(i))
+		dir := filepath.Join(appDir, schema.AppFSDir, imageVolumesDir, strconv.Itoa(i))
 		if err := mountReadOnlyLayers(dir, img.Layers); err != nil {
 			return nil, fmt.Errorf("image volume %q: %w", img.Name, err)
 		}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // fakeImages resolves every reference to one image with no layers.
@@ -207,11 +208,11 @@ func TestAddAppRemovesDebris(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	os.MkdirAll(filepath.Join(p.appDir("web"), "upper", "junk"), 0o755)
+	os.MkdirAll(filepath.Join(p.appDir("web"), schema.AppUpperDir, "junk"), 0o755)
 	if _, name, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); err != nil || name != "web" {
 		t.Fatalf("add over debris: %q %v", name, err)
 	}
-	if _, err := os.Stat(filepath.Join(p.appDir("web"), "upper", "junk")); err == nil {
+	if _, err := os.Stat(filepath.Join(p.appDir("web"), schema.AppUpperDir, "junk")); err == nil {
 		t.Error("debris kept")
 	}
 	if _, _, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); !errors.Is(err, ErrAppExists) {

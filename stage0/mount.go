@@ -11,19 +11,34 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
+// makeAppFS creates the app's root-only fs directory (so that no other
+// user reaches its rootfs, whose files a container may have made setuid)
+// and in it the overlay's rootfs, upper and work directories. The upper
+// directory's mode is the mode of the app's "/".
+func makeAppFS(appDir string) error {
+	if err := fileperm.Mkdir(filepath.Join(appDir, schema.AppFSDir), fileperm.Private); err != nil {
+		return err
+	}
+	for _, d := range []string{schema.AppRootfsDir, schema.AppUpperDir, schema.AppWorkDir} {
+		if err := os.MkdirAll(filepath.Join(appDir, d), 0o755); err != nil {
+			return fmt.Errorf("cannot create %q: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // mountRootfs mounts the app's overlay rootfs (image layers as lowerdirs,
-// upper and work in the app directory) unless it is mounted already.
+// upper and work in the app's fs directory) unless it is mounted already.
 func mountRootfs(appDir string, layers []string) error {
 	rootfs := filepath.Join(appDir, schema.AppRootfsDir)
 	upper := filepath.Join(appDir, schema.AppUpperDir)
 	work := filepath.Join(appDir, schema.AppWorkDir)
-	for _, d := range []string{rootfs, upper, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("cannot create %q: %w", d, err)
-		}
+	if err := makeAppFS(appDir); err != nil {
+		return err
 	}
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
@@ -39,7 +54,7 @@ func mountOverlay(rootfs string, layers []string, upper, work, appDir string) er
 		lower = append(lower, layers[i])
 	}
 	if len(lower) == 0 {
-		empty := filepath.Join(appDir, "empty")
+		empty := filepath.Join(appDir, schema.AppFSDir, "empty")
 		if err := os.MkdirAll(empty, 0o755); err != nil {
 			return fmt.Errorf("cannot create %q: %w", empty, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -63,8 +64,8 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 	// into place, so that nobody sees it unlocked.
 	p := r.podAt(dirPrepare, uuid)
 	tmp := filepath.Join(r.stateDir(dirPrepare), newPodPrefix+uuid)
-	if err := os.Mkdir(tmp, 0o711); err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot create pod directory: %w", err)
+	if err := fileperm.Mkdir(tmp, fileperm.Shared); err != nil {
+		return nil, nil, nil, err
 	}
 	l, err := lock.TryExclusive(tmp, lock.Dir)
 	if err != nil {
@@ -107,7 +108,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		UserNS:       opts.UserNS,
 		CreatedAt:    time.Now().UTC(),
 	}
-	if err := os.MkdirAll(filepath.Join(p.dir, schema.AppsDir), 0o711); err != nil {
+	if err := fileperm.Mkdir(filepath.Join(p.dir, schema.AppsDir), fileperm.Shared); err != nil {
 		l.Close()
 		os.RemoveAll(p.dir)
 		return nil, nil, nil, fmt.Errorf("cannot create apps directory of pod %s: %w", uuid, err)
@@ -206,11 +207,15 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 			return nil, "", fmt.Errorf("cannot clean up an interrupted add of app %q: %w", name, err)
 		}
 	}
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	if err := os.Mkdir(dir, fileperm.Shared.DirMode()); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
 		}
 		return nil, "", fmt.Errorf("cannot create app directory: %w", err)
+	}
+	if err := fileperm.Apply(dir, fileperm.Shared); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
 	}
 	rec := appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}
 	app := schema.App{
@@ -224,11 +229,11 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		StopSignal:  stopSignal,
 		CreatedAt:   time.Now().UTC(),
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, appRecordFile), &rec); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, appRecordFile), &rec, fileperm.Private); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("cannot record app %q: %w", name, err)
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, schema.AppManifestFile), &app); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, schema.AppManifestFile), &app, fileperm.Shared); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("cannot write manifest of app %q: %w", name, err)
 	}

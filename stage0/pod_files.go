@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -44,7 +45,7 @@ func writeEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) error 
 		{podHostnameFile, hostname + "\n"},
 		{podResolvFile, resolv},
 	} {
-		if err := writeFileAtomic(filepath.Join(p.dir, f.name), []byte(f.data), 0o644); err != nil {
+		if err := fileperm.WriteFile(filepath.Join(p.dir, f.name), []byte(f.data), fileperm.Public); err != nil {
 			return fmt.Errorf("cannot write %s of pod %s: %w", f.name, p.uuid, err)
 		}
 	}

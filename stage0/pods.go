@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -56,11 +57,17 @@ func (r *Runtime) podAt(state, uuid string) *pod {
 	return &pod{uuid: uuid, state: state, dir: filepath.Join(r.stateDir(state), uuid)}
 }
 
-// ensureDirs creates the pod state directories.
+// ensureDirs creates the data directory and the pod state directories.
 func (r *Runtime) ensureDirs() error {
-	for _, s := range podStateDirs {
-		if err := os.MkdirAll(r.stateDir(s), 0o711); err != nil {
-			return fmt.Errorf("cannot create pod directory %q: %w", r.stateDir(s), err)
+	if err := fileperm.MkdirAll(r.cfg.DataDir, fileperm.Traversable); err != nil {
+		return err
+	}
+	for _, d := range append([]string{r.podsDir()}, podStateDirs...) {
+		if d != r.podsDir() {
+			d = r.stateDir(d)
+		}
+		if err := fileperm.Mkdir(d, fileperm.Traversable); err != nil {
+			return fmt.Errorf("cannot create pod state directory: %w", err)
 		}
 	}
 	return nil
@@ -219,7 +226,7 @@ func (p *pod) readManifest() (*schema.PodManifest, error) {
 
 // writeManifest replaces the pod manifest atomically.
 func (p *pod) writeManifest(pm *schema.PodManifest) error {
-	if err := writeJSONAtomic(filepath.Join(p.dir, schema.PodManifestFile), pm); err != nil {
+	if err := writeJSONAtomic(filepath.Join(p.dir, schema.PodManifestFile), pm, fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot write the manifest of pod %s: %w", p.uuid, err)
 	}
 	return nil
@@ -227,36 +234,11 @@ func (p *pod) writeManifest(pm *schema.PodManifest) error {
 
 func (p *pod) appDir(name string) string { return filepath.Join(p.dir, schema.AppsDir, name) }
 
-// writeJSONAtomic writes v as JSON to path through a synced temporary file.
-func writeJSONAtomic(path string, v any) error {
+// writeJSONAtomic writes v as JSON to path atomically, with class c.
+func writeJSONAtomic(path string, v any, c fileperm.Class) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot encode %q: %w", path, err)
 	}
-	return writeFileAtomic(path, append(b, '\n'), 0o644)
-}
-
-// writeFileAtomic writes data to path through a synced temporary file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fileperm.WriteFile(path, append(b, '\n'), c)
 }

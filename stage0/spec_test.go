@@ -107,7 +107,7 @@ func TestBuildSpecSecurity(t *testing.T) {
 	if s.Linux.CgroupsPath != "/rkt/11111111-2222-4333-8444-555555555555/web" {
 		t.Errorf("cgroups path %q", s.Linux.CgroupsPath)
 	}
-	if s.Root.Path != "/var/lib/rkt/pods/run/11111111-2222-4333-8444-555555555555/apps/web/rootfs" || s.Hostname != "" {
+	if s.Root.Path != "/var/lib/rkt/pods/run/11111111-2222-4333-8444-555555555555/apps/web/fs/rootfs" || s.Hostname != "" {
 		t.Errorf("root %q hostname %q", s.Root.Path, s.Hostname)
 	}
 

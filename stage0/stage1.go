@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -40,7 +41,7 @@ const cleanedFile = "stage0-cleaned"
 // startStage1 starts the pod's supervisor, handing it the pod lock (fd 3)
 // and a readiness pipe (fd 4), and waits until it is ready.
 func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode) error {
-	logf, err := os.OpenFile(filepath.Join(p.dir, schema.Stage1LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	logf, err := fileperm.OpenFile(filepath.Join(p.dir, schema.Stage1LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, fileperm.Shared)
 	if err != nil {
 		return fmt.Errorf("cannot create the stage1 log of pod %s: %w", p.uuid, err)
 	}
@@ -145,7 +146,7 @@ func (r *Runtime) cleanup(ctx context.Context, p *pod) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, cleanedFile), nil, 0o644); err != nil {
+	if err := fileperm.WriteFile(filepath.Join(p.dir, cleanedFile), nil, fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot mark pod %s clean: %w", p.uuid, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -81,7 +82,10 @@ func (r *Runtime) userNSNetNS(ctx context.Context, p *pod, pm *schema.PodManifes
 }
 
 func (r *Runtime) createUserNS(ctx context.Context, p *pod, pm *schema.PodManifest, netns string) error {
-	if err := checkReachable(p.dir, pm.UserNS); err != nil {
+	if err := allowUserNS(pm, p.dir); err != nil {
+		return fmt.Errorf("pod %s: %w", p.uuid, err)
+	}
+	if err := checkReachable(filepath.Dir(p.dir), pm.UserNS); err != nil {
 		return fmt.Errorf("pod %s: %w", p.uuid, err)
 	}
 	args := []string{"userns", "--pod-dir=" + p.dir}
@@ -126,10 +130,11 @@ func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []stri
 		return mountRootfs(appDir, layers)
 	}
 	rootfs := filepath.Join(appDir, schema.AppRootfsDir)
-	for _, d := range []string{rootfs, filepath.Join(appDir, schema.AppUpperDir), filepath.Join(appDir, schema.AppWorkDir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("cannot create %q: %w", d, err)
-		}
+	if err := makeAppFS(appDir); err != nil {
+		return err
+	}
+	if err := allowUserNS(pm, p.dir, filepath.Dir(appDir), appDir, filepath.Join(appDir, schema.AppFSDir)); err != nil {
+		return err
 	}
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
@@ -139,7 +144,7 @@ func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []stri
 		return fmt.Errorf("cannot open the user namespace of pod %s: %w", p.uuid, err)
 	}
 	defer ns.Close()
-	tmp := filepath.Join(appDir, idmapDir)
+	tmp := filepath.Join(appDir, schema.AppFSDir, idmapDir)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)
 	}
@@ -245,4 +250,20 @@ func addUserNS(s *specs.Spec, pm *schema.PodManifest) {
 	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
 	s.Linux.UIDMappings = append([]specs.LinuxIDMapping(nil), pm.UserNS.UIDMappings...)
 	s.Linux.GIDMappings = append([]specs.LinuxIDMapping(nil), pm.UserNS.GIDMappings...)
+}
+
+// allowUserNS lets the root of a user-namespaced pod (an unprivileged host
+// user) search dirs, so that its apps reach their rootfs and volumes; other
+// users stay out. A no-op for pods without a user namespace.
+func allowUserNS(pm *schema.PodManifest, dirs ...string) error {
+	if pm.UserNS == nil {
+		return nil
+	}
+	gid := pm.UserNS.GIDMappings[0].HostID
+	for _, d := range dirs {
+		if err := fileperm.AllowSearch(d, gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxLogLine is the longest log entry; longer lines are split into partial
@@ -40,6 +42,12 @@ func (lw *LogWriter) open() error {
 	f, err := os.OpenFile(lw.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return fmt.Errorf("cannot open log %q: %w", lw.path, err)
+	}
+	// A log takes its directory's group: the rkt group reads the logs in
+	// pod directories, the kubelet's log directories stay root's.
+	if err := chgrpAsDir(f, filepath.Dir(lw.path)); err != nil {
+		f.Close()
+		return err
 	}
 	lw.f = f
 	return nil
@@ -145,4 +153,21 @@ func (s *lineSplitter) emit(partial bool, line []byte) {
 	if err := s.lw.WriteEntry(s.stream, partial, line); err != nil {
 		debugf("%v", err)
 	}
+}
+
+func chgrpAsDir(f *os.File, dir string) error {
+	var st, dst unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("cannot stat log %q: %w", f.Name(), err)
+	}
+	if err := unix.Stat(dir, &dst); err != nil {
+		return fmt.Errorf("cannot stat log directory %q: %w", dir, err)
+	}
+	if st.Gid == dst.Gid {
+		return nil
+	}
+	if err := f.Chown(-1, int(dst.Gid)); err != nil {
+		return fmt.Errorf("cannot give log %q the group of its directory: %w", f.Name(), err)
+	}
+	return nil
 }

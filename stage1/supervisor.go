@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -175,7 +176,7 @@ func (sv *supervisor) setup() error {
 		return err
 	}
 	pidFile := filepath.Join(sv.podDir, schema.Stage1PIDFile)
-	if err := os.WriteFile(pidFile, []byte(self+"\n"), 0o644); err != nil {
+	if err := fileperm.WriteFile(pidFile, []byte(self+"\n"), fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot write %q: %w", pidFile, err)
 	}
 	return nil

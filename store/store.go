@@ -12,12 +12,13 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/errwrap"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // Layout of the store below the data directory.
@@ -54,22 +55,34 @@ func Open(dataDir string) (*Store, error) {
 		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open store in %q: {{err}}", dataDir), err)
 	}
 	s := &Store{dir: filepath.Join(abs, casDir), dbTimeout: DefaultDBTimeout}
-	// The data directory is shared with the pods; the store itself is
+	// The rkt group reads the index and the blobs (read-only CLI use);
+	// unpacked layers, whose files may be setuid, and temporary files are
 	// root's only (overlay lowerdirs are opened with the mounter's rights).
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot create data directory %q: {{err}}", abs), err)
+	if err := fileperm.MkdirAll(abs, fileperm.Traversable); err != nil {
+		return nil, fmt.Errorf("cannot create data directory: %w", err)
 	}
-	for _, d := range []string{blobsDir, dbDir, treeDir, tmpDir} {
-		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o700); err != nil {
-			return nil, errwrap.Wrapf(fmt.Sprintf("cannot create store directory %q: {{err}}", d), err)
+	for _, d := range []struct {
+		path  string
+		class fileperm.Class
+	}{
+		{s.dir, fileperm.Shared},
+		{filepath.Join(s.dir, blobsDir), fileperm.Shared},
+		{filepath.Join(s.dir, dbDir), fileperm.Shared},
+		{filepath.Join(s.dir, treeDir), fileperm.Private},
+		{filepath.Join(s.dir, tmpDir), fileperm.Private},
+	} {
+		if err := fileperm.MkdirAll(d.path, d.class); err != nil {
+			return nil, fmt.Errorf("cannot create store directory: %w", err)
 		}
 	}
 	// A read-only check first, so that users who may only read the store
 	// (and processes racing a writer) do not need the exclusive lock.
-	if s.view(func(tx *txn) error { return tx.check() }) == nil {
-		return s, nil
+	if s.view(func(tx *txn) error { return tx.check() }) != nil {
+		if err := s.update(func(tx *txn) error { return tx.init() }); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.update(func(tx *txn) error { return tx.init() }); err != nil {
+	if err := fileperm.Apply(s.dbPath(), fileperm.Shared); err != nil {
 		return nil, err
 	}
 	return s, nil

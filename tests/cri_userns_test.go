@@ -121,7 +121,7 @@ func TestCRIUserNamespace(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "idmap")); len(left) > 0 {
 		t.Errorf("temporary idmapped layer mounts left behind: %v", left)
 	}
-	uppers, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "upper", "etc", "written"))
+	uppers, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "apps", "*", "fs", "upper", "etc", "written"))
 	if len(uppers) != 1 {
 		t.Fatalf("the file written in the rootfs is in %d upper directories, want 1: %v", len(uppers), uppers)
 	}

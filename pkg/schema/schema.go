@@ -29,9 +29,10 @@ const (
 	AppManifestFile = "app.json"    // App, JSON, written by stage0
 	AppSpecFile     = "config.json" // OCI runtime spec of the app, written by stage0
 	AppStatusFile   = "status.json" // AppStatus, JSON, written by stage1
-	AppRootfsDir    = "rootfs"      // overlay mountpoint, mounted by stage0
-	AppUpperDir     = "upper"       // overlay upperdir
-	AppWorkDir      = "work"        // overlay workdir
+	AppFSDir        = "fs"          // root-only: holds the app's filesystem below
+	AppRootfsDir    = "fs/rootfs"   // overlay mountpoint, mounted by stage0
+	AppUpperDir     = "fs/upper"    // overlay upperdir
+	AppWorkDir      = "fs/work"     // overlay workdir
 	AppDefaultLog   = "log"         // default log file when App.LogPath is empty
 )
 

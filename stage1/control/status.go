@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -65,34 +66,5 @@ func WriteAppStatus(podDir string, st *schema.AppStatus) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode status of app %q: %w", st.Name, err)
 	}
-	return writeFileAtomic(StatusPath(podDir, st.Name), b)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("cannot create temp file for %q: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot write %q: %w", tmp, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot chmod %q: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot sync %q: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot close %q: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot rename %q to %q: %w", tmp, path, err)
-	}
-	return nil
+	return fileperm.WriteFile(StatusPath(podDir, st.Name), b, fileperm.Shared)
 }

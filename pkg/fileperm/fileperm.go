@@ -1,0 +1,221 @@
+// Package fileperm chooses the owner and mode of everything rkt creates
+// under its data directory, per the threat model of
+// Documentation/security.md: root and the rkt group are trusted, other
+// local users are not. Callers name a Class; the bits live here only.
+package fileperm
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/buildinfo"
+)
+
+// Class is who may use a file or directory.
+type Class int
+
+const (
+	// Shared is read by root and the rkt group (read-only CLI use): pod
+	// directories and manifests, app status, the image index. 0750/0640,
+	// owner root, group rkt.
+	Shared Class = iota
+	// Private is root's only: app rootfs and writable layers, unpacked
+	// layers, OCI specs, network state, temporary files. 0700/0600.
+	Private
+	// Traversable directories may be passed through by anyone but listed
+	// by root and the rkt group only (0751, root:rkt): the data directory
+	// and the pod state directories, so that the apps of a user-namespaced
+	// pod reach their own pod directory (which they are let into by ACL).
+	Traversable
+	// Public files are read by anyone who reaches them: a pod's hosts,
+	// hostname and resolv.conf, bind-mounted into apps whose users are not
+	// root. Their directory is what keeps outsiders away. 0755/0644.
+	Public
+)
+
+// DirMode is the mode of a directory of class c.
+func (c Class) DirMode() os.FileMode {
+	switch c {
+	case Shared:
+		return 0o750
+	case Traversable:
+		return 0o751
+	case Public:
+		return 0o755
+	}
+	return 0o700
+}
+
+// FileMode is the mode of a file of class c.
+func (c Class) FileMode() os.FileMode {
+	switch c {
+	case Shared, Traversable:
+		return 0o640
+	case Public:
+		return 0o644
+	}
+	return 0o600
+}
+
+func (c Class) gid() int {
+	if c == Shared || c == Traversable {
+		return GID()
+	}
+	return 0
+}
+
+var (
+	groupOnce sync.Once
+	groupID   int
+)
+
+// GroupName is the rkt group: members may read rkt's state (and use the
+// kubelet-service socket). Set at build time by --with-socket-group.
+func GroupName() string { return buildinfo.SocketGroup }
+
+// GID is the rkt group's ID, or 0 (root's group) when the group does not
+// exist: then only root reads Shared files.
+func GID() int {
+	groupOnce.Do(func() {
+		g, err := user.LookupGroup(GroupName())
+		if err != nil {
+			return
+		}
+		if id, err := strconv.Atoi(g.Gid); err == nil {
+			groupID = id
+		}
+	})
+	return groupID
+}
+
+// owned reports whether this process sets owners (only root can; tests and
+// members of the group only read).
+func owned() bool { return os.Geteuid() == 0 }
+
+// Apply gives an existing path the owner and mode of class c, touching it
+// only when they differ. Only root sets them: other users (members of the
+// rkt group reading state) take what is there.
+func Apply(path string, c Class) error {
+	if !owned() {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fmt.Errorf("cannot stat %q: %w", path, err)
+	}
+	mode := c.FileMode()
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		mode = c.DirMode()
+	}
+	if st.Uid != 0 || int(st.Gid) != c.gid() {
+		if err := unix.Lchown(path, 0, c.gid()); err != nil {
+			return fmt.Errorf("cannot chown %q to 0:%d: %w", path, c.gid(), err)
+		}
+	}
+	if os.FileMode(st.Mode&0o7777) != mode {
+		if err := os.Chmod(path, mode); err != nil {
+			return fmt.Errorf("cannot chmod %q to %#o: %w", path, mode, err)
+		}
+	}
+	return nil
+}
+
+// Mkdir creates the directory path (its parent must exist) with class c,
+// or gives an existing one that class.
+func Mkdir(path string, c Class) error {
+	if err := os.Mkdir(path, c.DirMode()); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("cannot create directory %q: %w", path, err)
+	}
+	return Apply(path, c)
+}
+
+// MkdirAll is Mkdir that first creates missing parents (as root-only
+// 0755 directories, as os.MkdirAll would with a 022 umask).
+func MkdirAll(path string, c Class) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return Apply(path, c)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("cannot create directory %q: %w", filepath.Dir(path), err)
+	}
+	return Mkdir(path, c)
+}
+
+// OpenFile opens path like os.OpenFile; a file it creates gets class c.
+func OpenFile(path string, flag int, c Class) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, c.FileMode())
+	if err != nil {
+		return nil, err
+	}
+	if flag&os.O_CREATE != 0 {
+		if err := setFile(f, c); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func setFile(f *os.File, c Class) error {
+	if owned() {
+		if err := f.Chown(0, c.gid()); err != nil {
+			return fmt.Errorf("cannot chown %q: %w", f.Name(), err)
+		}
+	}
+	if err := f.Chmod(c.FileMode()); err != nil {
+		return fmt.Errorf("cannot chmod %q: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// WriteFile replaces path with data atomically and durably (a synced
+// temporary file renamed over it, then the directory synced); the file
+// has class c.
+func WriteFile(path string, data []byte, c Class) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cannot create a temporary file for %q: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot write %q: %w", tmp.Name(), err)
+	}
+	if err := setFile(tmp, c); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot sync %q: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cannot close %q: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("cannot replace %q: %w", path, err)
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir makes the entries of dir (a rename into it) durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open directory %q: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot sync directory %q: %w", dir, err)
+	}
+	return nil
+}
