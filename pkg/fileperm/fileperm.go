@@ -219,3 +219,17 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+func (c Class) String() string {
+	switch c {
+	case Shared:
+		return "shared"
+	case Private:
+		return "private"
+	case Traversable:
+		return "traversable"
+	case Public:
+		return "public"
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
