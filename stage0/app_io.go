@@ -62,7 +62,7 @@ func (r *Runtime) updateAppResources(ctx context.Context, uuid, app string, res 
 	if app, err = findApp(p, app); err != nil {
 		return err
 	}
-	return appErr(c.UpdateResources(ctx, app, res))
+	return appErr(c.UpdateResources(ctx, app, r.withoutMissingHugetlb(res)))
 }
 
 func (r *Runtime) appStats(ctx context.Context, uuid, app string) (*AppStats, error) {

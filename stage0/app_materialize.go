@@ -51,6 +51,7 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	if err != nil {
 		return err
 	}
+	spec.Linux.Resources = r.withoutMissingHugetlb(spec.Linux.Resources)
 	if err := writeJSONAtomic(filepath.Join(dir, schema.AppSpecFile), spec, fileperm.Private); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}

@@ -33,7 +33,7 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 		r.cfg.Logf("pod %s: systemd cgroups: pod limits are left to the cgroup parent %s", pm.UUID, pm.CgroupParent)
 		return nil
 	}
-	res := *pm.Resources
+	res := *r.withoutMissingHugetlb(pm.Resources)
 	res.Devices = nil
 	spec := &specs.Spec{Linux: &specs.Linux{CgroupsPath: filepath.Join("/", pm.CgroupParent, pm.UUID), Resources: &res}}
 	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{CgroupName: pm.UUID, Spec: spec}, nil)

@@ -284,11 +284,12 @@ func checkLSM(o AppOptions) error {
 		}
 		return fmt.Errorf("AppArmor profile %q: AppArmor profiles are not supported by this runtime: %w", o.ApparmorProfile, ErrInvalid)
 	}
+	// Without SELinux on the host a label means nothing and is ignored, as
+	// containerd and CRI-O do (the kubelet sends level s0 on many pods).
 	if o.SelinuxLabel != "" {
-		if _, err := os.Stat("/sys/fs/selinux/enforce"); err != nil {
-			return fmt.Errorf("SELinux label %q requested but SELinux is not enabled on this host: %w", o.SelinuxLabel, ErrInvalid)
+		if _, err := os.Stat("/sys/fs/selinux/enforce"); err == nil {
+			return fmt.Errorf("SELinux label %q: SELinux labels are not supported by this runtime: %w", o.SelinuxLabel, ErrInvalid)
 		}
-		return fmt.Errorf("SELinux label %q: SELinux labels are not supported by this runtime: %w", o.SelinuxLabel, ErrInvalid)
 	}
 	return nil
 }
