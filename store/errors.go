@@ -16,6 +16,15 @@ var (
 	ErrImageInUse = errors.New("image is in use")
 	// ErrInvalidRef: the reference cannot be parsed.
 	ErrInvalidRef = errors.New("invalid image reference")
+	// ErrTooManyRedirects: the registry redirected a request in a loop.
+	ErrTooManyRedirects = errors.New("registry redirected too many times")
+	// ErrTooLarge: a manifest or config exceeds its size limit.
+	ErrTooLarge = errors.New("registry content too large")
+	// ErrRegistryStalled: the registry sent nothing for the idle timeout.
+	ErrRegistryStalled = errors.New("registry stopped sending")
+	// ErrContentMismatch: fetched content does not match its digest, size
+	// or diff ID.
+	ErrContentMismatch = errors.New("content does not match its descriptor")
 )
 
 // NotFoundError says which reference matched no image.
