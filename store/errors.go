@@ -60,3 +60,20 @@ func (e *InUseError) Error() string {
 
 // Is makes errors.Is(err, ErrImageInUse) true.
 func (e *InUseError) Is(target error) bool { return target == ErrImageInUse }
+
+// NoPlatformError says that an image index has no image for the platform
+// asked for, and lists the platforms it has.
+type NoPlatformError struct {
+	Index string   // index digest
+	Want  string   // e.g. linux/amd64
+	Have  []string // the platforms of the index's images
+}
+
+// Error lists the platforms of the index.
+func (e *NoPlatformError) Error() string {
+	return fmt.Sprintf("image index %s has no image for platform %s (it has: %s)", e.Index, e.Want, strings.Join(e.Have, ", "))
+}
+
+// Is makes errors.Is(err, ErrImageNotFound) true, as containerd reports
+// a missing platform.
+func (e *NoPlatformError) Is(target error) bool { return target == ErrImageNotFound }

@@ -234,7 +234,7 @@ func TestFetchNoMatchingPlatform(t *testing.T) {
 	ref := reg.host + "/multi/app:1"
 	pushIndex(t, ref, idx)
 	s := newStore(t)
-	err := fetchFails(t, s, ref, nil, FetchOptions{Platform: &v1.Platform{OS: "linux", Architecture: "riscv64"}})
+	err := fetchFails(t, s, ref, ErrImageNotFound, FetchOptions{Platform: &v1.Platform{OS: "linux", Architecture: "riscv64"}})
 	for _, want := range []string{"linux/riscv64", "linux/s390x", "windows/amd64"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not list %s: %v", want, err)

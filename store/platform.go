@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -33,5 +32,5 @@ func noPlatformError(desc *remote.Descriptor, want v1.Platform, err error) error
 	if len(have) == 0 {
 		have = []string{"none"}
 	}
-	return fmt.Errorf("image index %s has no image for platform %s (it has: %s)", desc.Digest, want, strings.Join(have, ", "))
+	return &NoPlatformError{Index: desc.Digest.String(), Want: want.String(), Have: have}
 }

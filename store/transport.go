@@ -111,5 +111,8 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	if c.left < 0 {
 		return 0, fmt.Errorf("manifest %s: %w", c.what, errManifestTooLarge)
 	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("cannot read manifest %s: %w", c.what, err)
+	}
 	return n, err
 }
