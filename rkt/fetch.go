@@ -32,7 +32,10 @@ func init() {
 
 IMAGE is a registry reference (docker://quay.io/org/app:1.0, busybox,
 name@sha256:...), oci-archive:PATH, docker-archive:PATH (as docker save
-writes) or oci:DIR[:tag] (an OCI image layout).`,
+writes) or oci:DIR[:tag] (an OCI image layout).
+
+A registry that sends nothing for 30s fails the fetch; the environment
+variable RKT_FETCH_IDLE_TIMEOUT (e.g. 2m) changes that.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runFetch(cmd, args, f) },
 	}

@@ -69,6 +69,12 @@ func (s *Store) ReadBlob(digest string) ([]byte, error) {
 // stream is refused without reading past size+1). onRead is called with the
 // bytes read so far. It returns the digest and size of what was stored.
 func (s *Store) putBlob(r io.Reader, want string, size int64, onRead func(int64)) (string, int64, error) {
+	return s.putBlobChecked(r, want, size, onRead, nil)
+}
+
+// putBlobChecked is putBlob that also calls check, if not nil, once the
+// content is read and verified, and stores the blob only if it succeeds.
+func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func(int64), check func() error) (string, int64, error) {
 	if want != "" && s.hasBlob(want) {
 		return want, size, nil
 	}
@@ -92,11 +98,16 @@ func (s *Store) putBlob(r io.Reader, want string, size int64, onRead func(int64)
 		return "", 0, errwrap.Wrapf(fmt.Sprintf("cannot download blob %s: {{err}}", want), err)
 	}
 	if size >= 0 && n != size {
-		return "", 0, fmt.Errorf("blob %s has %d bytes, its descriptor says %d", want, n, size)
+		return "", 0, fmt.Errorf("blob %s has %d bytes, its descriptor says %d: %w", want, n, size, ErrContentMismatch)
 	}
 	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	if want != "" && got != want {
-		return "", 0, fmt.Errorf("blob digest mismatch: expected %s, got %s", want, got)
+		return "", 0, fmt.Errorf("blob digest mismatch: expected %s, got %s: %w", want, got, ErrContentMismatch)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", 0, err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		return "", 0, errwrap.Wrapf("cannot sync blob: {{err}}", err)
@@ -128,9 +139,14 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// putBlobBytes stores b, verifying it against want if given.
-func (s *Store) putBlobBytes(b []byte, want string) (string, error) {
+// putBlobBytes stores b, verifying it against want if given, and records
+// it in w if it was not in the store.
+func (s *Store) putBlobBytes(b []byte, want string, w *written) (string, error) {
+	had := s.hasBlob(digestOf(b))
 	d, _, err := s.putBlob(strings.NewReader(string(b)), want, int64(len(b)), nil)
+	if err == nil && !had {
+		w.addBlob(d)
+	}
 	return d, err
 }
 

@@ -16,6 +16,15 @@ var (
 	ErrImageInUse = errors.New("image is in use")
 	// ErrInvalidRef: the reference cannot be parsed.
 	ErrInvalidRef = errors.New("invalid image reference")
+	// ErrTooManyRedirects: the registry redirected a request in a loop.
+	ErrTooManyRedirects = errors.New("registry redirected too many times")
+	// ErrTooLarge: a manifest or config exceeds its size limit.
+	ErrTooLarge = errors.New("registry content too large")
+	// ErrRegistryStalled: the registry sent nothing for the idle timeout.
+	ErrRegistryStalled = errors.New("registry stopped sending")
+	// ErrContentMismatch: fetched content does not match its digest, size
+	// or diff ID.
+	ErrContentMismatch = errors.New("content does not match its descriptor")
 )
 
 // NotFoundError says which reference matched no image.
@@ -51,3 +60,20 @@ func (e *InUseError) Error() string {
 
 // Is makes errors.Is(err, ErrImageInUse) true.
 func (e *InUseError) Is(target error) bool { return target == ErrImageInUse }
+
+// NoPlatformError says that an image index has no image for the platform
+// asked for, and lists the platforms it has.
+type NoPlatformError struct {
+	Index string   // index digest
+	Want  string   // e.g. linux/amd64
+	Have  []string // the platforms of the index's images
+}
+
+// Error lists the platforms of the index.
+func (e *NoPlatformError) Error() string {
+	return fmt.Sprintf("image index %s has no image for platform %s (it has: %s)", e.Index, e.Want, strings.Join(e.Have, ", "))
+}
+
+// Is makes errors.Is(err, ErrImageNotFound) true, as containerd reports
+// a missing platform.
+func (e *NoPlatformError) Is(target error) bool { return target == ErrImageNotFound }

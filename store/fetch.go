@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -83,6 +84,11 @@ type FetchOptions struct {
 	// does) while the next layers download, so that a pod can start from
 	// the image without waiting for the unpacking.
 	Unpack bool
+	// IdleTimeout fails the fetch once a registry sends nothing for that
+	// long (0: $RKT_FETCH_IDLE_TIMEOUT, else DefaultIdleTimeout).
+	IdleTimeout time.Duration
+
+	written *written // what this fetch stored (set by Fetch)
 }
 
 // Fetch brings an image into the store and returns it. ref is an image ID
@@ -107,7 +113,21 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if err != nil {
 		return nil, err
 	}
-	defer fl.Close()
+	opts.written = &written{}
+	img, err := s.fetch(ctx, ref, opts)
+	fl.Close()
+	if err != nil {
+		// A refused image leaves nothing behind.
+		if rbErr := s.rollback(opts.written); rbErr != nil {
+			return nil, fmt.Errorf("%w (and cannot remove what the fetch stored: %v)", err, rbErr)
+		}
+		return nil, err
+	}
+	return img, nil
+}
+
+// fetch is Fetch under the fetch lock.
+func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
 	switch {
 	case strings.HasPrefix(ref, "oci-archive:"):
 		return s.fetchOCIArchive(ctx, strings.TrimPrefix(ref, "oci-archive:"), opts)

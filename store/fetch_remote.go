@@ -2,18 +2,15 @@ package store
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/hashicorp/errwrap"
 )
 
 // endpoint is one place to fetch an image from: a mirror or the upstream.
@@ -40,28 +37,47 @@ func endpoints(r Reference, opts FetchOptions) []endpoint {
 // fetchRemote fetches r from its mirrors or registry. The image keeps its
 // upstream name whichever endpoint served it.
 func (s *Store) fetchRemote(ctx context.Context, r Reference, opts FetchOptions) (*Image, error) {
-	var errs []string
+	idle, err := idleTimeout(opts)
+	if err != nil {
+		return nil, err
+	}
+	var errs endpointErrors
 	for _, ep := range endpoints(r, opts) {
-		img, err := s.fetchFrom(ctx, r, ep, opts)
+		img, err := s.fetchFrom(ctx, r, ep, idle, opts)
 		if err == nil {
 			return img, nil
 		}
 		if ctx.Err() != nil {
-			return nil, errwrap.Wrapf(fmt.Sprintf("cannot fetch %s: {{err}}", r), ctx.Err())
+			return nil, fmt.Errorf("cannot fetch %s: %w", r, ctx.Err())
 		}
-		errs = append(errs, fmt.Sprintf("%s: %v", ep.host, err))
+		errs = append(errs, fmt.Errorf("%s: %w", ep.host, err))
 	}
-	return nil, fmt.Errorf("cannot fetch %s: %s", r, strings.Join(errs, "; "))
+	return nil, fmt.Errorf("cannot fetch %s: %w", r, errs)
 }
 
-func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, opts FetchOptions) (*Image, error) {
+// endpointErrors are the failures of the endpoints tried, in order.
+type endpointErrors []error
+
+// Error joins the failures with "; ".
+func (e endpointErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap lets errors.Is and errors.As see every failure.
+func (e endpointErrors) Unwrap() []error { return e }
+
+func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, idle time.Duration, opts FetchOptions) (*Image, error) {
 	rref, err := r.remoteRef(ep.host, ep.insecure)
 	if err != nil {
 		return nil, err
 	}
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(newTransport(ep.insecure, ep.insecureTLS)),
+		remote.WithTransport(newTransport(ep.insecure, ep.insecureTLS, idle)),
 		remote.WithPlatform(platform(opts)),
 		remote.WithAuthFromKeychain(keychain(ep, opts)),
 	}
@@ -83,7 +99,10 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, opts Fe
 	}
 	img, err := desc.Image() // resolves an index to this platform's image
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot resolve image manifest: {{err}}", err)
+		if desc.MediaType.IsIndex() {
+			return nil, noPlatformError(desc, platform(opts), err)
+		}
+		return nil, fmt.Errorf("cannot resolve image manifest: %w", err)
 	}
 	var names []string
 	if t := r.TagRef(); t != "" {
@@ -152,34 +171,3 @@ type staticKeychain struct{ a authn.Authenticator }
 
 // Resolve returns the same credentials for every registry.
 func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
-
-// newTransport returns an HTTP transport that refuses plain HTTP except to
-// loopback hosts or when insecure.
-func newTransport(insecureHTTP, insecureTLS bool) http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if insecureTLS {
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure-options=tls
-	}
-	return &httpGuard{next: t, allowHTTP: insecureHTTP}
-}
-
-type httpGuard struct {
-	next      http.RoundTripper
-	allowHTTP bool
-}
-
-// RoundTrip refuses plain HTTP to non-loopback hosts unless allowed.
-func (g *httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.allowHTTP && !isLoopback(req.URL.Hostname()) {
-		return nil, fmt.Errorf("refusing plain HTTP to %s (allowed only for loopback registries, insecure mirrors or --insecure-options=http)", req.URL.Host)
-	}
-	return g.next.RoundTrip(req)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

@@ -109,6 +109,8 @@ type testRegistry struct {
 	blobHook atomic.Pointer[func(digest string, body []byte) []byte]
 	// blobDelay, when set (ns), is slept after every 16 KiB of a blob GET.
 	blobDelay atomic.Int64
+	// hook, when set, serves the requests for which it returns true.
+	hook atomic.Pointer[func(w http.ResponseWriter, req *http.Request) bool]
 }
 
 func startRegistry(t testing.TB) *testRegistry {
@@ -122,6 +124,9 @@ func startRegistry(t testing.TB) *testRegistry {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
+		}
+		if h := r.hook.Load(); h != nil && (*h)(w, req) {
+			return
 		}
 		delay := time.Duration(r.blobDelay.Load())
 		if delay > 0 && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/sha256:") {

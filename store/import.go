@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -28,13 +30,16 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	if err != nil {
 		return nil, errwrap.Wrapf("cannot get image media type: {{err}}", err)
 	}
+	if m.Config.Size > maxManifestSize {
+		return nil, fmt.Errorf("image config %s has %d bytes: %w: configs are limited to %d bytes", m.Config.Digest, m.Config.Size, ErrTooLarge, maxManifestSize)
+	}
 	rawConfig, err := img.RawConfigFile()
 	if err != nil {
 		return nil, errwrap.Wrapf("cannot get image config: {{err}}", err)
 	}
 	id := m.Config.Digest.String()
 	if got := digestOf(rawConfig); got != id {
-		return nil, fmt.Errorf("image config digest mismatch: manifest says %s, got %s", id, got)
+		return nil, fmt.Errorf("image config digest mismatch: manifest says %s, got %s: %w", id, got, ErrContentMismatch)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -60,10 +65,10 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	if err := s.fetchLayers(ctx, img, layers, opts); err != nil {
 		return nil, err
 	}
-	if _, err := s.putBlobBytes(rawConfig, id); err != nil {
+	if _, err := s.putBlobBytes(rawConfig, id, opts.written); err != nil {
 		return nil, err
 	}
-	manifestDigest, err := s.putBlobBytes(rawManifest, "")
+	manifestDigest, err := s.putBlobBytes(rawManifest, "", opts.written)
 	if err != nil {
 		return nil, err
 	}
@@ -120,29 +125,34 @@ func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, o
 	g.SetLimit(jobs)
 	for _, l := range layers {
 		g.Go(func() error {
-			if err := s.fetchLayer(ctx, img, l, progress); err != nil {
+			if err := s.fetchLayer(ctx, img, l, progress, opts.written); err != nil {
 				return err
 			}
 			if !opts.Unpack {
 				return nil
 			}
-			if _, err := s.ensureTree(ctx, l); err != nil {
-				// A layer that does not unpack (corrupt, diff ID mismatch)
-				// is refused: its blob is not kept.
-				if ctx.Err() == nil {
-					if rmErr := s.dropUnreferencedBlob(l.Digest); rmErr != nil {
-						return fmt.Errorf("%w (and %v)", err, rmErr)
-					}
-				}
-				return err
-			}
-			return nil
+			return s.unpackFetched(ctx, l, opts.written)
 		})
 	}
 	return g.Wait()
 }
 
-func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress func(Progress)) error {
+// unpackFetched unpacks a fetched layer, recording the tree if it is new.
+func (s *Store) unpackFetched(ctx context.Context, l Layer, w *written) error {
+	p, err := s.TreePath(l)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(p); err != nil {
+		w.addTree(l.ChainID)
+	}
+	_, err = s.ensureTree(ctx, l)
+	return err
+}
+
+// fetchLayer stores a layer blob unless it is in the store, verifying its
+// digest and size and, as it downloads, its diff ID.
+func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress func(Progress), w *written) error {
 	report := func(cur int64, done bool) {
 		if progress != nil {
 			progress(Progress{Digest: l.Digest, Total: l.Size, Current: cur, Done: done})
@@ -150,6 +160,9 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 	}
 	defer s.keys.lock("blob " + l.Digest)()
 	if s.hasBlob(l.Digest) {
+		if err := s.verifyStoredDiffID(l); err != nil {
+			return err
+		}
 		report(l.Size, true)
 		return nil
 	}
@@ -166,10 +179,14 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 		return errwrap.Wrapf(fmt.Sprintf("cannot download layer %s: {{err}}", l.Digest), err)
 	}
 	defer rc.Close()
-	r := &ctxReader{ctx: ctx, r: rc}
-	if _, _, err := s.putBlob(r, l.Digest, l.Size, func(n int64) { report(n, false) }); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot store layer %s: {{err}}", l.Digest), err)
+	dw := newDiffIDWriter()
+	defer dw.Close()
+	r := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, dw)
+	onRead := func(n int64) { report(n, false) }
+	if _, _, err := s.putBlobChecked(r, l.Digest, l.Size, onRead, func() error { return dw.verify(l) }); err != nil {
+		return fmt.Errorf("cannot store layer %s: %w", l.Digest, err)
 	}
+	w.addBlob(l.Digest)
 	report(l.Size, true)
 	return nil
 }

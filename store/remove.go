@@ -82,27 +82,6 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 	return img, nil
 }
 
-// dropUnreferencedBlob removes a blob that no recorded image uses.
-func (s *Store) dropUnreferencedBlob(digest string) error {
-	var used bool
-	err := s.view(func(tx *txn) error {
-		blobs, _, err := referenced(tx)
-		used = blobs[digest]
-		return err
-	})
-	if err != nil || used {
-		return err
-	}
-	h, err := digestHex(digest)
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(s.blobPath(h)); err != nil && !os.IsNotExist(err) {
-		return errwrap.Wrapf(fmt.Sprintf("cannot remove refused blob %s: {{err}}", digest), err)
-	}
-	return nil
-}
-
 // imageBlobs lists the digests of the blobs an image is made of.
 func imageBlobs(img *Image) []string {
 	out := []string{img.ID, img.ManifestDigest}

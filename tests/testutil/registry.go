@@ -38,6 +38,7 @@ type Registry struct {
 	requests []string
 	blobRate int // bytes per second for blob GETs; 0 = full speed
 	corrupt  map[string]bool
+	hooks    []Hook
 }
 
 // RegistryOption configures StartRegistry.
@@ -182,7 +183,13 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.requests = append(r.requests, req.Method+" "+req.URL.Path)
 	rate := r.blobRate
 	corrupt := r.corrupt[path.Base(req.URL.Path)]
+	hooks := r.hooks
 	r.mu.Unlock()
+	for _, h := range hooks {
+		if h(w, req) {
+			return
+		}
+	}
 	if req.URL.Path == "/token" && r.tokenAuth {
 		r.serveToken(w, req)
 		return

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -40,6 +41,7 @@ type Result struct {
 	Stderr   string
 	Code     int // exit code; -1 when killed by a signal or timed out
 	Duration time.Duration
+	MaxRSS   int64 // peak resident memory of the rkt process, in bytes
 }
 
 // String describes the invocation for test failure messages.
@@ -132,6 +134,11 @@ func (e *Env) RunStdin(stdin []byte, args ...string) Result {
 	start := time.Now()
 	err := cmd.Run()
 	res := Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), Duration: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+		}
+	}
 	if ctx.Err() != nil {
 		res.Code = -1
 		res.Stderr += fmt.Sprintf("\n[testutil: timed out after %s]", e.Timeout)
