@@ -1,6 +1,7 @@
 package stage0
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -228,13 +229,24 @@ func (p *pod) writeManifest(pm *schema.PodManifest) error {
 func (p *pod) appDir(name string) string { return filepath.Join(p.dir, schema.AppsDir, name) }
 
 // writeJSONAtomic writes v as JSON to path through a synced temporary file.
+// Small documents are indented for people; large ones (a CRI config with
+// 100k env entries) stay compact, as indenting would double the cost.
 func writeJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	if len(b) <= indentJSONMax {
+		var buf bytes.Buffer
+		if json.Indent(&buf, b, "", "  ") == nil {
+			b = buf.Bytes()
+		}
+	}
 	return writeFileAtomic(path, append(b, '\n'), 0o644)
 }
+
+// indentJSONMax is the size up to which writeJSONAtomic indents.
+const indentJSONMax = 64 << 10
 
 // writeFileAtomic writes data to path through a synced temporary file.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
