@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -17,25 +13,30 @@ import (
 	"github.com/rkt/rkt/store"
 )
 
-// CreateContainer adds an app (not started) to a running sandbox's pod.
+// CreateContainer adds an app (not started) to a running sandbox's pod. It
+// checks the whole request first (translateContainer, then the mount
+// sources on the host) and only then acts: creates missing mount sources,
+// resolves images and adds the app, undoing what it did on failure.
 func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	cfg := r.GetConfig()
 	md := cfg.GetMetadata()
-	if md == nil || md.GetName() == "" {
-		return nil, invalidf("container config has no metadata name")
-	}
-	if cfg.GetImage().GetImage() == "" {
-		return nil, invalidf("container %q has no image", md.GetName())
-	}
-	if _, err := stopSignalOption(cfg.GetStopSignal()); err != nil {
-		return nil, fmt.Errorf("container %q: %w", md.GetName(), err)
+	if md.GetName() == "" {
+		return nil, invalidf("container config: metadata.name is empty")
 	}
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
 		return nil, err
 	}
+	plan, err := translateContainer(s.cfg, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if !s.ready() {
 		return nil, fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
+	}
+	missing, err := checkMountSources(plan.opts.Mounts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	id, err := newContainerID(s.ID())
 	if err != nil {
@@ -60,152 +61,74 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return nil, fmt.Errorf("cannot create container %q: image %q: %w", key, cfg.GetImage().GetImage(), err)
 	}
-	opts, err := c.appOptions(ctx, s, cfg, img, id)
+	opts, err := c.completeAppOptions(ctx, s, cfg, plan, img, id)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
 	}
-	if _, err := c.rt.AddApp(ctx, s.ID(), opts); err != nil {
-		if !errors.Is(err, stage0.ErrAppExists) {
-			return nil, fmt.Errorf("cannot create container %q: %w", key, err)
-		}
-		opts.Name += "-" + id[32:40] // a sanitized name collided: disambiguate
-		if _, err := c.rt.AddApp(ctx, s.ID(), opts); err != nil {
-			return nil, fmt.Errorf("cannot create container %q: %w", key, err)
-		}
+	undo, err := createMountSources(missing)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
+	}
+	if err := c.addApp(ctx, s, opts, id); err != nil {
+		undo()
+		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	created = true
-	if ct, err := c.getContainer(ctx, id); err == nil {
-		c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
+	if c.events.subscribers() > 0 { // reading the container back costs as much as its config is big
+		if ct, err := c.getContainer(ctx, id); err == nil {
+			c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
+		}
 	}
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
 }
 
-var appNameInvalid = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// appName derives a readable stage0 app name from the CRI name and attempt.
-func appName(md *runtimeapi.ContainerMetadata) string {
-	n := appNameInvalid.ReplaceAllString(md.GetName(), "-")
-	if len(n) > 200 {
-		n = n[:200]
+// addApp adds the app, under a disambiguated name if the sanitized one is
+// taken.
+func (c *criService) addApp(ctx context.Context, s *sandbox, opts stage0.AppOptions, id string) error {
+	_, err := c.rt.AddApp(ctx, s.ID(), opts)
+	if errors.Is(err, stage0.ErrAppExists) {
+		opts.Name += "-" + id[32:40]
+		_, err = c.rt.AddApp(ctx, s.ID(), opts)
 	}
-	if n == "" || !isAlnum(n[0]) {
-		n = "c" + n
-	}
-	return n + "-" + strconv.FormatUint(uint64(md.GetAttempt()), 10)
+	return err
 }
 
-func isAlnum(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
-}
-
-// appOptions translates a container config to stage0's app options.
-func (c *criService) appOptions(ctx context.Context, s *sandbox, cfg *runtimeapi.ContainerConfig, img *store.Image, id string) (stage0.AppOptions, error) {
+// completeAppOptions fills in what translateContainer leaves: the image,
+// the image volumes, the PID namespace target and the CRI annotations.
+func (c *criService) completeAppOptions(ctx context.Context, s *sandbox, cfg *runtimeapi.ContainerConfig, plan containerPlan, img *store.Image, id string) (stage0.AppOptions, error) {
+	opts := plan.opts
+	opts.Image = img.ID
 	userImage := cfg.GetImage().GetUserSpecifiedImage()
 	if userImage == "" {
 		userImage = cfg.GetImage().GetImage()
 	}
-	cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig) // image volumes get their image_ref
-	var mounts []stage0.Mount
-	for _, m := range cfg.GetMounts() {
-		if m.GetImage().GetImage() != "" {
-			mnt, imgID, err := c.imageVolume(ctx, m)
+	if len(plan.imageVolumes) > 0 {
+		cfg = proto.Clone(cfg).(*runtimeapi.ContainerConfig) // image volumes get their image_ref
+		opts.Mounts = append([]stage0.Mount{}, opts.Mounts...)
+		for _, i := range plan.imageVolumes {
+			m := cfg.GetMounts()[i]
+			mnt, imgID, err := c.imageVolume(ctx, opts.Mounts[i])
 			if err != nil {
-				return stage0.AppOptions{}, err
+				return opts, err
 			}
 			m.Image.ImageRef = imgID
-			mounts = append(mounts, mnt)
-			continue
+			opts.Mounts[i] = mnt
 		}
-		mnt, err := appMount(m)
+	}
+	if plan.pidTarget != "" {
+		target, err := c.getContainer(ctx, plan.pidTarget)
 		if err != nil {
-			return stage0.AppOptions{}, err
+			return opts, fmt.Errorf("PID namespace target: %w", err)
 		}
-		mounts = append(mounts, mnt)
+		if target.sb.ID() != s.ID() {
+			return opts, invalidf("PID namespace target %s is in another pod sandbox", plan.pidTarget)
+		}
+		opts.PIDTarget = target.app.App.Name
 	}
 	annos, err := containerAnnotations(id, cfg, img.ID, userImage)
 	if err != nil {
-		return stage0.AppOptions{}, err
-	}
-	stopSignal, err := stopSignalOption(cfg.GetStopSignal())
-	if err != nil {
-		return stage0.AppOptions{}, err
-	}
-	opts := stage0.AppOptions{
-		StopSignal:  stopSignal,
-		Name:        appName(cfg.GetMetadata()),
-		Image:       img.ID,
-		Exec:        cfg.GetCommand(),
-		Args:        cfg.GetArgs(),
-		WorkingDir:  cfg.GetWorkingDir(),
-		TTY:         cfg.GetTty(),
-		Stdin:       cfg.GetStdin(),
-		StdinOnce:   cfg.GetStdinOnce(),
-		LogPath:     containerLogPath(s.cfg, cfg),
-		Annotations: annos,
-	}
-	for _, kv := range cfg.GetEnvs() {
-		opts.Env = append(opts.Env, kv.GetKey()+"="+string(kv.GetValue()))
-	}
-	opts.Mounts = mounts
-	for _, d := range cfg.GetDevices() {
-		opts.Devices = append(opts.Devices, stage0.Device{HostPath: d.GetHostPath(), ContainerPath: d.GetContainerPath(), Permissions: d.GetPermissions()})
-	}
-	if err := c.applyLinux(ctx, s, cfg.GetLinux(), &opts); err != nil {
 		return opts, err
 	}
+	opts.Annotations = annos
 	return opts, nil
-}
-
-// containerLogPath is the absolute CRI log path: the sandbox's log
-// directory joined with the container's relative log path; empty (stage0's
-// default) when the kubelet gave none.
-func containerLogPath(sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
-	p := cfg.GetLogPath()
-	if p == "" {
-		return ""
-	}
-	if filepath.IsAbs(p) {
-		return p
-	}
-	if sb.GetLogDirectory() == "" {
-		return ""
-	}
-	return filepath.Join(sb.GetLogDirectory(), p)
-}
-
-// appMount translates a CRI mount. A missing host path is created as a
-// directory, as the kubelet expects of runtimes.
-func appMount(m *runtimeapi.Mount) (stage0.Mount, error) {
-	if !filepath.IsAbs(m.GetContainerPath()) {
-		return stage0.Mount{}, invalidf("mount destination %q is not absolute", m.GetContainerPath())
-	}
-	if m.GetHostPath() == "" {
-		return stage0.Mount{}, invalidf("mount at %q has no host path", m.GetContainerPath())
-	}
-	if _, err := os.Lstat(m.GetHostPath()); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(m.GetHostPath(), 0o755); err != nil {
-			return stage0.Mount{}, fmt.Errorf("cannot create missing mount source %q: %w", m.GetHostPath(), err)
-		}
-	}
-	mnt := stage0.Mount{
-		Source:            m.GetHostPath(),
-		Destination:       m.GetContainerPath(),
-		ReadOnly:          m.GetReadonly() || m.GetRecursiveReadOnly(),
-		RecursiveReadOnly: m.GetRecursiveReadOnly(),
-	}
-	switch m.GetPropagation() {
-	case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
-		mnt.Propagation = "rslave"
-	case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
-		mnt.Propagation = "rshared"
-	default:
-		mnt.Propagation = "private"
-	}
-	if m.GetRecursiveReadOnly() && !m.GetReadonly() {
-		return stage0.Mount{}, invalidf("mount at %q: recursive read-only needs read-only", m.GetContainerPath())
-	}
-	if m.GetRecursiveReadOnly() && mnt.Propagation != "private" {
-		return stage0.Mount{}, invalidf("mount at %q: recursive read-only needs private propagation", m.GetContainerPath())
-	}
-	return mnt, nil
 }

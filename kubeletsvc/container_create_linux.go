@@ -1,7 +1,6 @@
 package kubeletsvc
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,10 +10,14 @@ import (
 	"github.com/rkt/rkt/stage0"
 )
 
-// applyLinux translates the Linux part of a container config: resources
-// and the security context.
-func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions) error {
+// translateLinux translates the Linux part of a container config:
+// resources and the security context. It returns the container ID whose
+// PID namespace to join (NamespaceMode_TARGET), for the caller to resolve.
+func translateLinux(l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions) (string, error) {
 	if res := l.GetResources(); res != nil {
+		if err := checkResources("linux.resources", res); err != nil {
+			return "", err
+		}
 		opts.Resources = linuxResources(res)
 		oom := int(res.GetOomScoreAdj())
 		opts.OOMScoreAdj = &oom
@@ -22,26 +25,48 @@ func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.L
 	sc := l.GetSecurityContext()
 	if sc == nil {
 		opts.Seccomp = stage0.SeccompUnconfined
-		return nil
+		return "", nil
 	}
 	if u := sc.GetRunAsUser(); u != nil {
+		if u.GetValue() < 0 || u.GetValue() > maxID {
+			return "", invalidf("linux.security_context.run_as_user %d is out of range", u.GetValue())
+		}
 		opts.User = strconv.FormatInt(u.GetValue(), 10)
 	} else if sc.GetRunAsUsername() != "" {
+		if strings.ContainsAny(sc.GetRunAsUsername(), ":\x00") {
+			return "", invalidf("linux.security_context.run_as_username %q is not a user name", sc.GetRunAsUsername())
+		}
 		opts.User = sc.GetRunAsUsername()
 	}
 	if g := sc.GetRunAsGroup(); g != nil {
 		if opts.User == "" {
-			return invalidf("run_as_group needs run_as_user or run_as_username")
+			return "", invalidf("linux.security_context.run_as_group needs run_as_user or run_as_username")
+		}
+		if g.GetValue() < 0 || g.GetValue() > maxID {
+			return "", invalidf("linux.security_context.run_as_group %d is out of range", g.GetValue())
 		}
 		opts.Group = strconv.FormatInt(g.GetValue(), 10)
 	}
 	for _, g := range sc.GetSupplementalGroups() {
+		if g < 0 || g > maxID {
+			return "", invalidf("linux.security_context.supplemental_groups: %d is out of range", g)
+		}
 		opts.SupplementaryGroups = append(opts.SupplementaryGroups, uint32(g))
 	}
 	opts.StrictGroups = sc.GetSupplementalGroupsPolicy() == runtimeapi.SupplementalGroupsPolicy_Strict
 	opts.Privileged = sc.GetPrivileged()
 	opts.ReadonlyRootfs = sc.GetReadonlyRootfs()
 	opts.NoNewPrivileges = sc.GetNoNewPrivs()
+	for i, p := range sc.GetMaskedPaths() {
+		if err := checkPath(fmt.Sprintf("linux.security_context.masked_paths[%d]", i), p); err != nil {
+			return "", err
+		}
+	}
+	for i, p := range sc.GetReadonlyPaths() {
+		if err := checkPath(fmt.Sprintf("linux.security_context.readonly_paths[%d]", i), p); err != nil {
+			return "", err
+		}
+	}
 	opts.MaskedPaths = append([]string{}, sc.GetMaskedPaths()...)
 	opts.ReadonlyPaths = append([]string{}, sc.GetReadonlyPaths()...)
 	if caps := sc.GetCapabilities(); caps != nil {
@@ -50,13 +75,14 @@ func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.L
 	}
 	seccomp, err := seccompProfile(sc)
 	if err != nil {
-		return err
+		return "", err
 	}
 	opts.Seccomp = seccomp
 	if err := applyLSM(sc, opts); err != nil {
-		return err
+		return "", err
 	}
 	ns := sc.GetNamespaceOptions()
+	target := ""
 	switch ns.GetPid() {
 	case runtimeapi.NamespaceMode_POD:
 		opts.PIDMode = stage0.NamespacePod
@@ -65,21 +91,22 @@ func (c *criService) applyLinux(ctx context.Context, s *sandbox, l *runtimeapi.L
 	case runtimeapi.NamespaceMode_NODE:
 		opts.PIDMode = stage0.NamespaceNode
 	case runtimeapi.NamespaceMode_TARGET:
-		target, err := c.getContainer(ctx, ns.GetTargetId())
-		if err != nil {
-			return fmt.Errorf("PID namespace target: %w", err)
-		}
-		if target.sb.ID() != s.ID() {
-			return invalidf("PID namespace target %s is in another pod sandbox", ns.GetTargetId())
+		if ns.GetTargetId() == "" {
+			return "", invalidf("linux.security_context.namespace_options.target_id is empty for PID mode TARGET")
 		}
 		opts.PIDMode = stage0.NamespaceTarget
-		opts.PIDTarget = target.app.App.Name
+		target = ns.GetTargetId()
+	default:
+		return "", invalidf("linux.security_context.namespace_options.pid: unknown mode %d", ns.GetPid())
 	}
 	if err := checkUserns(ns.GetUsernsOptions()); err != nil {
-		return err
+		return "", err
 	}
-	return nil
+	return target, nil
 }
+
+// maxID is the largest valid uid or gid (2^32-2; -1 means "none").
+const maxID = 1<<32 - 2
 
 // capNames normalizes capability names to CAP_X ("ALL" stays).
 func capNames(in []string) []string {

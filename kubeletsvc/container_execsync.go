@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -12,8 +13,12 @@ import (
 	"github.com/rkt/rkt/stage0"
 )
 
-// maxExecSyncOutput bounds what ExecSync keeps of each stream.
-const maxExecSyncOutput = 16 << 20
+// maxExecSyncOutput bounds the stdout plus stderr that ExecSync returns, so
+// that its reply fits the 16 MiB message limit with room for the exit code,
+// the framing and the truncation note. Output past it is dropped (the
+// command still runs to its end, as in CRI-O and containerd) and stderr
+// ends with "[output truncated: N bytes dropped]".
+const maxExecSyncOutput = maxMsgSize - 64<<10
 
 // ExecSync runs a command in a container and returns its output and exit
 // code; past the timeout (if any) the command is killed and the call fails
@@ -31,9 +36,10 @@ func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.GetTimeout())*time.Second)
 		defer cancel()
 	}
-	var stdout, stderr limitedBuffer
+	out := &execOutput{room: maxExecSyncOutput}
+	stdout, stderr := &execStream{out: out}, &execStream{out: out}
 	code, err := c.rt.Exec(ctx, ct.sb.ID(), stage0.ExecOptions{
-		App: ct.app.App.Name, Args: r.GetCmd(), Stdout: &stdout, Stderr: &stderr,
+		App: ct.app.App.Name, Args: r.GetCmd(), Stdout: stdout, Stderr: stderr,
 	})
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("exec %q in container %s: %w after %ds", r.GetCmd(), ct.id, ctx.Err(), r.GetTimeout())
@@ -44,20 +50,33 @@ func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest
 		}
 		return nil, fmt.Errorf("cannot exec %q in container %s: %w", r.GetCmd(), ct.id, err)
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(code)}, nil
+	if out.dropped > 0 {
+		fmt.Fprintf(&stderr.buf, "\n[output truncated: %d bytes dropped]\n", out.dropped)
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(), ExitCode: int32(code)}, nil
 }
 
-// limitedBuffer keeps the first maxExecSyncOutput bytes written to it.
-type limitedBuffer struct{ bytes.Buffer }
+// execOutput is the output budget shared by an exec's two streams.
+type execOutput struct {
+	mu      sync.Mutex
+	room    int   // bytes still kept
+	dropped int64 // bytes dropped past the budget
+}
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxExecSyncOutput - b.Len(); room < len(p) {
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
+// execStream keeps what fits in its execOutput's budget.
+type execStream struct {
+	out *execOutput
+	buf bytes.Buffer
+}
+
+func (s *execStream) Write(p []byte) (int, error) {
+	s.out.mu.Lock()
+	defer s.out.mu.Unlock()
+	keep := min(len(p), s.out.room)
+	s.buf.Write(p[:keep])
+	s.out.room -= keep
+	s.out.dropped += int64(len(p) - keep)
+	return len(p), nil
 }
 
 // Exec returns a streaming URL for an exec in a container.

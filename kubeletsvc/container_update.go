@@ -12,11 +12,16 @@ import (
 // UpdateContainerResources changes the cgroup limits of a running
 // container.
 func (c *criService) UpdateContainerResources(ctx context.Context, r *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	res := r.GetLinux()
+	if res != nil {
+		if err := checkResources("linux", res); err != nil {
+			return nil, err
+		}
+	}
 	ct, err := c.getContainer(ctx, r.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
-	res := r.GetLinux()
 	if res == nil {
 		return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 	}

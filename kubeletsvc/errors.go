@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -23,8 +24,9 @@ var (
 	errUnimplemented      = errors.New("not implemented")
 )
 
-// codeSentinels maps sentinel errors (errors.Is) of this package, stage0
-// and the store to gRPC codes; the first match wins.
+// codeSentinels maps sentinel errors (errors.Is) of this package, stage0,
+// the store and the system to gRPC codes; the first match wins. System
+// errors cross from stage1 too (control.Response.Errno).
 var codeSentinels = []struct {
 	err  error
 	code codes.Code
@@ -49,6 +51,13 @@ var codeSentinels = []struct {
 	{stage0.ErrNotRunning, codes.FailedPrecondition},
 	{stage0.ErrInvalidState, codes.FailedPrecondition},
 	{stage0.ErrInvalid, codes.InvalidArgument},
+	{syscall.ENOSPC, codes.ResourceExhausted},
+	{syscall.EDQUOT, codes.ResourceExhausted},
+	{syscall.ENOMEM, codes.ResourceExhausted},
+	{syscall.EMFILE, codes.ResourceExhausted},
+	{syscall.ENFILE, codes.ResourceExhausted},
+	{syscall.E2BIG, codes.InvalidArgument},        // exec arguments and environment over ARG_MAX
+	{syscall.ENAMETOOLONG, codes.InvalidArgument}, // a path of the request
 }
 
 // toStatus turns a handler error into a gRPC status error carrying the

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/stage1/control"
 )
 
 func TestToStatus(t *testing.T) {
@@ -21,6 +26,10 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("peer: %w", errPermission), codes.PermissionDenied},
 		{status.Error(codes.Aborted, "x"), codes.Aborted},
 		{errors.New("boom"), codes.Unknown},
+		{fmt.Errorf("cannot record app: %w", &fs.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}), codes.ResourceExhausted},
+		{fmt.Errorf("stage1 start \"a\": open log: no space left on device (%w)", syscall.ENOSPC), codes.ResourceExhausted},
+		{fmt.Errorf("%w: %w", stage0.ErrInvalid, fmt.Errorf("libcontainer refuses: %w", control.ErrInvalid)), codes.InvalidArgument},
+		{fmt.Errorf("exec: %w", syscall.E2BIG), codes.InvalidArgument},
 	}
 	for _, tc := range tests {
 		st, _ := status.FromError(toStatus(tc.err))

@@ -85,9 +85,18 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 
 // containers returns the CRI containers of a sandbox.
 func (s *sandbox) containers() ([]*container, error) {
+	return s.containersMatching(func(string) bool { return true })
+}
+
+// containersMatching returns the CRI containers of a sandbox whose ID
+// matches; it decodes the config of those only.
+func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, error) {
 	var out []*container
 	for i := range s.pod.Apps {
 		a := &s.pod.Apps[i]
+		if a.App.Annotations[annoKind] != kindContainer || !match(a.App.Annotations[annoContainerID]) {
+			continue
+		}
 		cfg, err := containerConfigOf(a.App.Annotations)
 		if err != nil {
 			return nil, fmt.Errorf("app %q of pod %s: %w", a.App.Name, s.pod.UUID, err)
@@ -152,14 +161,12 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 			}
 			return nil, err
 		}
-		ctrs, err := s.containers()
+		ctrs, err := s.containersMatching(func(cid string) bool { return cid == id })
 		if err != nil {
 			return nil, err
 		}
-		for _, ct := range ctrs {
-			if ct.id == id {
-				return ct, nil
-			}
+		if len(ctrs) == 1 {
+			return ctrs[0], nil
 		}
 		return nil, notFoundf("container %q", id)
 	}
@@ -169,15 +176,11 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 	}
 	var found []*container
 	for _, s := range sbs {
-		ctrs, err := s.containers()
+		ctrs, err := s.containersMatching(func(cid string) bool { return strings.HasPrefix(cid, id) })
 		if err != nil {
 			return nil, err
 		}
-		for _, ct := range ctrs {
-			if strings.HasPrefix(ct.id, id) {
-				found = append(found, ct)
-			}
-		}
+		found = append(found, ctrs...)
 	}
 	switch len(found) {
 	case 0:

@@ -8,34 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/rkt/rkt/stage0"
 )
 
-// imageVolume translates a CRI image volume (Mount.Image): the image's
-// unpacked layers, or the image_sub_path directory of each, mounted
-// read-only: the one layer bind-mounted, several stacked as a read-only
-// overlay (lowerdirs only). It returns the mount and the image ID.
-func (c *criService) imageVolume(ctx context.Context, m *runtimeapi.Mount) (stage0.Mount, string, error) {
-	ref := m.GetImage().GetImage()
-	if !m.GetReadonly() {
-		return stage0.Mount{}, "", invalidf("image volume %q at %q must be read-only", ref, m.GetContainerPath())
-	}
-	if !filepath.IsAbs(m.GetContainerPath()) {
-		return stage0.Mount{}, "", invalidf("mount destination %q is not absolute", m.GetContainerPath())
-	}
-	sub := m.GetImageSubPath()
-	if sub != "" {
-		clean := filepath.Clean("/" + sub)
-		if clean == "/" || strings.Contains(sub, "..") {
-			return stage0.Mount{}, "", invalidf("image volume %q: invalid sub path %q", ref, sub)
-		}
-		sub = clean
-	}
+// imageVolume resolves a CRI image volume, checked by imageVolumeMount
+// (v.Image is the CRI ref, v.SubPath the image_sub_path): the image's
+// unpacked layers, or the sub path directory of each, mounted read-only:
+// the one layer bind-mounted, several stacked as a read-only overlay
+// (lowerdirs only). It returns the mount and the image ID.
+func (c *criService) imageVolume(ctx context.Context, v stage0.Mount) (stage0.Mount, string, error) {
+	ref, sub := v.Image, v.SubPath
 	img, err := c.store.ResolveImage(ref)
 	if err != nil {
-		return stage0.Mount{}, "", fmt.Errorf("image volume at %q: %w", m.GetContainerPath(), err)
+		return stage0.Mount{}, "", fmt.Errorf("image volume at %q: %w", v.Destination, err)
 	}
 	layers, err := c.store.LayerPaths(ctx, img)
 	if err != nil {
@@ -59,7 +44,7 @@ func (c *criService) imageVolume(ctx context.Context, m *runtimeapi.Mount) (stag
 	if len(dirs) == 0 {
 		return stage0.Mount{}, "", invalidf("image volume %q: sub path %q does not exist in the image", ref, sub)
 	}
-	mnt := stage0.Mount{Destination: m.GetContainerPath(), ReadOnly: true, Propagation: "private"}
+	mnt := stage0.Mount{Destination: v.Destination, ReadOnly: true, Propagation: "private"}
 	if len(dirs) == 1 {
 		mnt.Source = dirs[0]
 	} else {

@@ -1,6 +1,8 @@
 package kubeletsvc
 
 import (
+	"strings"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -79,4 +81,39 @@ func criResources(r *specs.LinuxResources, oomScoreAdj *int) *runtimeapi.LinuxCo
 		out.OomScoreAdj = int64(*oomScoreAdj)
 	}
 	return out
+}
+
+// checkResources refuses values no cgroup can take: negative shares,
+// period or memory limits, a quota or swap limit below -1 (unlimited), an
+// OOM score adjustment outside [-1000, 1000].
+func checkResources(field string, r *runtimeapi.LinuxContainerResources) error {
+	for _, v := range []struct {
+		name string
+		val  int64
+		min  int64
+	}{
+		{"cpu_period", r.GetCpuPeriod(), 0},
+		{"cpu_quota", r.GetCpuQuota(), -1},
+		{"cpu_shares", r.GetCpuShares(), 0},
+		{"memory_limit_in_bytes", r.GetMemoryLimitInBytes(), 0},
+		{"memory_swap_limit_in_bytes", r.GetMemorySwapLimitInBytes(), -1},
+	} {
+		if v.val < v.min {
+			return invalidf("%s.%s is %d, below %d", field, v.name, v.val, v.min)
+		}
+	}
+	if v := r.GetOomScoreAdj(); v < -1000 || v > 1000 {
+		return invalidf("%s.oom_score_adj %d is outside [-1000, 1000]", field, v)
+	}
+	for _, s := range []struct{ name, val string }{{"cpuset_cpus", r.GetCpusetCpus()}, {"cpuset_mems", r.GetCpusetMems()}} {
+		if strings.Trim(s.val, "0123456789,-") != "" {
+			return invalidf("%s.%s %q is not a CPU or node list", field, s.name, s.val)
+		}
+	}
+	for k, v := range r.GetUnified() {
+		if k == "" || strings.ContainsAny(k, "/\x00") || k == "." || k == ".." || strings.ContainsRune(v, 0) {
+			return invalidf("%s.unified: %q is not a cgroup file name", field, k)
+		}
+	}
+	return nil
 }

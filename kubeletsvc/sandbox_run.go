@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,36 +16,46 @@ import (
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/pkg/sysctl"
 	"github.com/rkt/rkt/stage0"
 )
 
 // RunPodSandbox creates and starts a pod sandbox: a stage0 pod without apps
 // (stage1 in sandbox mode) holding the pod's namespaces, with its network
-// set up.
+// set up. The whole config is checked (translateSandbox) before anything
+// is created.
 func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := r.GetConfig()
-	md := cfg.GetMetadata()
-	if md == nil || md.GetName() == "" {
-		return nil, invalidf("sandbox config has no metadata name")
-	}
 	if err := checkRuntimeHandler(r.GetRuntimeHandler()); err != nil {
 		return nil, err
+	}
+	opts, err := translateSandbox(cfg, r.GetRuntimeHandler())
+	if err != nil {
+		return nil, err
+	}
+	if opts.UserNS != nil && c.usernsErr != nil {
+		return nil, fmt.Errorf("%w: pod user namespaces are not supported here: %v", errFailedPrecondition, c.usernsErr)
+	}
+	if opts.Net == "" {
+		name, err := networking.CRINetwork(c.net)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the pod network is not ready: %v", errFailedPrecondition, err)
+		}
+		opts.Net = name
+	}
+	if opts.Net == networking.NetHost && opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
 	}
 	uuid, err := newUUID()
 	if err != nil {
 		return nil, err
 	}
-	key := sandboxKey(md)
+	key := sandboxKey(cfg.GetMetadata())
 	if err := c.sandboxNames.Reserve(key, uuid); err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
 			return nil, fmt.Errorf("%w: pod sandbox name %q is already used by sandbox %s", errAlreadyExists, key, er.Owner)
 		}
-		return nil, err
-	}
-	opts, err := c.podOptions(cfg, r.GetRuntimeHandler())
-	if err != nil {
-		c.sandboxNames.Release(uuid)
 		return nil, err
 	}
 	opts.UUID = uuid
@@ -68,46 +80,95 @@ func checkRuntimeHandler(h string) error {
 	return invalidf("unknown runtime handler %q (rkt has only the default handler)", h)
 }
 
-// podOptions translates a sandbox config to stage0's pod options.
-func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string) (stage0.PodOptions, error) {
+// maxHostname is the kernel's limit (HOST_NAME_MAX).
+const maxHostname = 64
+
+// translateSandbox checks a sandbox config and translates it to stage0's
+// pod options. It is pure: Net is left empty for the pod network (the
+// caller picks it) and NetHost for the node's.
+func translateSandbox(cfg *runtimeapi.PodSandboxConfig, handler string) (stage0.PodOptions, error) {
+	md := cfg.GetMetadata()
+	if md.GetName() == "" {
+		return stage0.PodOptions{}, invalidf("sandbox config: metadata.name is empty")
+	}
+	opts, err := translateSandboxOpts(cfg, handler)
+	if err != nil {
+		return stage0.PodOptions{}, fmt.Errorf("pod sandbox %q: %w", md.GetName(), err)
+	}
+	return opts, nil
+}
+
+func translateSandboxOpts(cfg *runtimeapi.PodSandboxConfig, handler string) (stage0.PodOptions, error) {
+	if err := checkMetadataSize(cfg.GetLabels(), cfg.GetAnnotations()); err != nil {
+		return stage0.PodOptions{}, err
+	}
+	if err := checkLogDirectory(cfg.GetLogDirectory()); err != nil {
+		return stage0.PodOptions{}, err
+	}
+	if h := cfg.GetHostname(); len(h) > maxHostname || strings.ContainsAny(h, "/\x00") {
+		return stage0.PodOptions{}, invalidf("hostname %q is not a host name", h)
+	}
+	linux := cfg.GetLinux()
+	if p := linux.GetCgroupParent(); strings.ContainsRune(p, 0) || slices.Contains(strings.Split(p, "/"), "..") {
+		return stage0.PodOptions{}, invalidf("linux.cgroup_parent %q is not a cgroup path", p)
+	}
+	nsOpts := linux.GetSecurityContext().GetNamespaceOptions()
+	hostNet := nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE
+	hostIPC := nsOpts.GetIpc() == runtimeapi.NamespaceMode_NODE
+	for k, v := range linux.GetSysctls() {
+		if err := sysctl.Check(k, v); err != nil {
+			return stage0.PodOptions{}, invalidf("linux.sysctls: %v", err)
+		}
+		if ns := sysctl.Namespace(k); ns == "net" && hostNet || ns == "ipc" && hostIPC {
+			return stage0.PodOptions{}, invalidf("linux.sysctls: %q needs the pod's own %s namespace", k, ns)
+		}
+	}
 	annos, err := sandboxAnnotations(cfg, handler)
 	if err != nil {
 		return stage0.PodOptions{}, err
 	}
-	nsOpts := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	opts := stage0.PodOptions{
 		Hostname:     cfg.GetHostname(),
 		SharedPID:    nsOpts.GetPid() == runtimeapi.NamespaceMode_POD,
 		HostPID:      nsOpts.GetPid() == runtimeapi.NamespaceMode_NODE,
-		HostIPC:      nsOpts.GetIpc() == runtimeapi.NamespaceMode_NODE,
-		Sysctls:      cfg.GetLinux().GetSysctls(),
-		CgroupParent: cfg.GetLinux().GetCgroupParent(),
+		HostIPC:      hostIPC,
+		Sysctls:      linux.GetSysctls(),
+		CgroupParent: linux.GetCgroupParent(),
 		Annotations:  annos,
 	}
 	if opts.UserNS, err = podUserNS(nsOpts.GetUsernsOptions()); err != nil {
 		return opts, err
 	}
-	if opts.UserNS != nil && c.usernsErr != nil {
-		return opts, fmt.Errorf("%w: pod user namespaces are not supported here: %v", errFailedPrecondition, c.usernsErr)
-	}
-	if nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE {
+	if hostNet {
 		opts.Net = networking.NetHost
-		if opts.Hostname == "" {
-			opts.Hostname, _ = os.Hostname()
-		}
-	} else {
-		name, err := networking.CRINetwork(c.net)
-		if err != nil {
-			return opts, fmt.Errorf("%w: the pod network is not ready: %v", errFailedPrecondition, err)
-		}
-		opts.Net = name
 	}
 	if d := cfg.GetDnsConfig(); d != nil {
+		for _, list := range []struct {
+			name string
+			vals []string
+		}{{"servers", d.GetServers()}, {"searches", d.GetSearches()}, {"options", d.GetOptions()}} {
+			for i, v := range list.vals {
+				if v == "" || strings.ContainsAny(v, " \t\n\r\x00") {
+					return opts, invalidf("dns_config.%s[%d] %q is empty or has blanks", list.name, i, v)
+				}
+			}
+		}
+		for i, v := range d.GetServers() {
+			if net.ParseIP(v) == nil {
+				return opts, invalidf("dns_config.servers[%d] %q is not an IP address", i, v)
+			}
+		}
 		opts.DNS = &schema.DNS{Servers: d.GetServers(), Searches: d.GetSearches(), Options: d.GetOptions()}
 	}
-	for _, p := range cfg.GetPortMappings() {
+	for i, p := range cfg.GetPortMappings() {
 		if p.GetHostPort() <= 0 {
 			continue // only published ports need a mapping
+		}
+		if p.GetHostPort() > 65535 || p.GetContainerPort() <= 0 || p.GetContainerPort() > 65535 {
+			return opts, invalidf("port_mappings[%d]: ports %d:%d are not in 1-65535", i, p.GetHostPort(), p.GetContainerPort())
+		}
+		if ip := p.GetHostIp(); ip != "" && net.ParseIP(ip) == nil {
+			return opts, invalidf("port_mappings[%d].host_ip %q is not an IP address", i, ip)
 		}
 		opts.Ports = append(opts.Ports, schema.PortMapping{
 			Protocol:      strings.ToLower(p.GetProtocol().String()),
@@ -116,7 +177,10 @@ func (c *criService) podOptions(cfg *runtimeapi.PodSandboxConfig, handler string
 			HostIP:        p.GetHostIp(),
 		})
 	}
-	if res := cfg.GetLinux().GetResources(); res != nil {
+	if res := linux.GetResources(); res != nil {
+		if err := checkResources("linux.resources", res); err != nil {
+			return opts, err
+		}
 		opts.Resources = linuxResources(res)
 	}
 	return opts, nil

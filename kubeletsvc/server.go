@@ -38,6 +38,10 @@ type Config struct {
 	Logger          *slog.Logger  // default: slog.Default()
 }
 
+// maxMsgSize bounds gRPC messages both ways: the kubelet's CRI client sends
+// and accepts up to 16 MiB (grpc's default server limit is 4 MiB).
+const maxMsgSize = 16 << 20
+
 // Server is a running-or-ready kubelet-service.
 type Server struct {
 	cfg    Config
@@ -73,6 +77,8 @@ func New(cfg Config) (*Server, error) {
 	in := &instrument{log: cfg.Logger, auth: &authorizer{gid: gid, groupsOf: procGroups}}
 	g := grpc.NewServer(
 		grpc.Creds(peerCreds{}),
+		grpc.MaxRecvMsgSize(maxMsgSize),
+		grpc.MaxSendMsgSize(maxMsgSize),
 		grpc.ChainUnaryInterceptor(in.unary),
 		grpc.ChainStreamInterceptor(in.stream),
 	)

@@ -2,9 +2,8 @@ package kubeletsvc
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -50,41 +49,41 @@ func TestCapNames(t *testing.T) {
 }
 
 func TestAppMount(t *testing.T) {
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "made", "by", "us")
+	dir := "/srv/data"
 	tests := []struct {
 		name    string
 		m       *runtimeapi.Mount
 		want    stage0.Mount
-		wantErr bool
+		wantErr string // a field the error names
 	}{
 		{"private rw", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir},
-			stage0.Mount{Source: dir, Destination: "/data", Propagation: "private"}, false},
+			stage0.Mount{Source: dir, Destination: "/data", Propagation: "private"}, ""},
 		{"rslave ro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
-			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, Propagation: "rslave"}, false},
+			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, Propagation: "rslave"}, ""},
 		{"rshared", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
-			stage0.Mount{Source: dir, Destination: "/data", Propagation: "rshared"}, false},
+			stage0.Mount{Source: dir, Destination: "/data", Propagation: "rshared"}, ""},
 		{"rro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, RecursiveReadOnly: true},
-			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: "private"}, false},
-		{"rro without ro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, RecursiveReadOnly: true}, stage0.Mount{}, true},
+			stage0.Mount{Source: dir, Destination: "/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: "private"}, ""},
+		{"rro without ro", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, RecursiveReadOnly: true}, stage0.Mount{}, "recursive_read_only"},
 		{"rro with rslave", &runtimeapi.Mount{ContainerPath: "/data", HostPath: dir, Readonly: true, RecursiveReadOnly: true,
-			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, stage0.Mount{}, true},
-		{"relative destination", &runtimeapi.Mount{ContainerPath: "data", HostPath: dir}, stage0.Mount{}, true},
-		{"missing host path is created", &runtimeapi.Mount{ContainerPath: "/m", HostPath: missing},
-			stage0.Mount{Source: missing, Destination: "/m", Propagation: "private"}, false},
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}, stage0.Mount{}, "recursive_read_only"},
+		{"relative destination", &runtimeapi.Mount{ContainerPath: "data", HostPath: dir}, stage0.Mount{}, "mounts[3].container_path"},
+		{"relative host path", &runtimeapi.Mount{ContainerPath: "/m", HostPath: "made/by/us"}, stage0.Mount{}, "mounts[3].host_path"},
+		{"no host path", &runtimeapi.Mount{ContainerPath: "/m"}, stage0.Mount{}, "mounts[3].host_path"},
+		{"unknown propagation", &runtimeapi.Mount{ContainerPath: "/m", HostPath: dir, Propagation: 7}, stage0.Mount{}, "mounts[3].propagation"},
 	}
 	for _, tc := range tests {
-		got, err := appMount(tc.m)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("%s: err = %v, wantErr %v", tc.name, err, tc.wantErr)
+		got, err := appMount(3, tc.m)
+		if (err != nil) != (tc.wantErr != "") {
+			t.Errorf("%s: err = %v, want an error naming %q", tc.name, err, tc.wantErr)
 			continue
+		}
+		if err != nil && (!errors.Is(err, errInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: err = %v, want InvalidArgument naming %q", tc.name, err, tc.wantErr)
 		}
 		if err == nil && !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: appMount = %+v, want %+v", tc.name, got, tc.want)
 		}
-	}
-	if fi, err := os.Stat(missing); err != nil || !fi.IsDir() {
-		t.Errorf("missing host path was not created: %v", err)
 	}
 }
 
@@ -111,16 +110,28 @@ func TestResourcesRoundTrip(t *testing.T) {
 func TestContainerLogPath(t *testing.T) {
 	tests := []struct {
 		dir, path, want string
+		wantErr         string // the field the error names
 	}{
-		{"/var/log/pods/p", "c/0.log", "/var/log/pods/p/c/0.log"},
-		{"", "c/0.log", ""},
-		{"/var/log/pods/p", "", ""},
-		{"", "/abs/c.log", "/abs/c.log"},
+		{"/var/log/pods/p", "c/0.log", "/var/log/pods/p/c/0.log", ""},
+		{"/var/log/pods/p", "c/../0.log", "/var/log/pods/p/0.log", ""},
+		{"", "c/0.log", "", ""},
+		{"/var/log/pods/p", "", "", ""},
+		{"", "/abs/c.log", "", "log_path"},
+		{"/var/log/pods/p", "/abs/c.log", "", "log_path"},
+		{"/var/log/pods/p", "../../x", "", "log_path"},
+		{"/var/log/pods/p", "c/../../x", "", "log_path"},
+		{"/var/log/pods/p", "..", "", "log_path"},
+		{"/var/log/pods/p", ".", "", "log_path"},
+		{"logs", "c/0.log", "", "log_directory"},
 	}
 	for _, tc := range tests {
-		got := containerLogPath(&runtimeapi.PodSandboxConfig{LogDirectory: tc.dir}, &runtimeapi.ContainerConfig{LogPath: tc.path})
-		if got != tc.want {
-			t.Errorf("containerLogPath(%q, %q) = %q, want %q", tc.dir, tc.path, got, tc.want)
+		got, err := containerLogPath(&runtimeapi.PodSandboxConfig{LogDirectory: tc.dir}, &runtimeapi.ContainerConfig{LogPath: tc.path})
+		if got != tc.want || (err != nil) != (tc.wantErr != "") {
+			t.Errorf("containerLogPath(%q, %q) = %q, %v; want %q, error naming %q", tc.dir, tc.path, got, err, tc.want, tc.wantErr)
+			continue
+		}
+		if err != nil && (!errors.Is(err, errInvalidArgument) || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("containerLogPath(%q, %q): %v, want InvalidArgument naming %s", tc.dir, tc.path, err, tc.wantErr)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package stage0
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -235,10 +236,21 @@ func (p *pod) writeManifest(pm *schema.PodManifest) error {
 func (p *pod) appDir(name string) string { return filepath.Join(p.dir, schema.AppsDir, name) }
 
 // writeJSONAtomic writes v as JSON to path atomically, with class c.
+// Small documents are indented for people; large ones (a CRI config with
+// 100k env entries) stay compact, as indenting would double the cost.
 func writeJSONAtomic(path string, v any, c fileperm.Class) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("cannot encode %q: %w", path, err)
 	}
+	if len(b) <= indentJSONMax {
+		var buf bytes.Buffer
+		if json.Indent(&buf, b, "", "  ") == nil {
+			b = buf.Bytes()
+		}
+	}
 	return fileperm.WriteFile(path, append(b, '\n'), c)
 }
+
+// indentJSONMax is the size up to which writeJSONAtomic indents.
+const indentJSONMax = 64 << 10

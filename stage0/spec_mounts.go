@@ -97,16 +97,13 @@ func addMounts(s *specs.Spec, in specInput) error {
 		s.Linux.RootfsPropagation = propagation
 	}
 	// the last mount of a destination wins
-	var out []specs.Mount
+	last := make(map[string]int, len(mounts))
 	for i, m := range mounts {
-		shadowed := false
-		for _, later := range mounts[i+1:] {
-			if filepath.Clean(later.Destination) == filepath.Clean(m.Destination) {
-				shadowed = true
-				break
-			}
-		}
-		if !shadowed {
+		last[filepath.Clean(m.Destination)] = i
+	}
+	out := make([]specs.Mount, 0, len(last))
+	for i, m := range mounts {
+		if last[filepath.Clean(m.Destination)] == i {
 			out = append(out, m)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs/validate"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -93,7 +94,10 @@ func (a *app) start() (retErr error) {
 	}
 	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
 	if err != nil {
-		return err
+		return &codedError{control.CodeInvalid, err}
+	}
+	if err := validate.Validate(cfg); err != nil { // the request's fault, unlike Create's other errors
+		return &codedError{control.CodeInvalid, fmt.Errorf("app %q: libcontainer refuses its config: %w", a.name, err)}
 	}
 	a.spec = spec
 	a.destroyStale()

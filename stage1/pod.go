@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/sysctl"
 )
 
 // nsRefPid is the process whose namespaces stage1 must not change: stage0,
@@ -46,26 +46,6 @@ func setHostname(name string) error {
 	return nil
 }
 
-// sysctlNamespace returns the namespace a sysctl belongs to ("net", "ipc",
-// "uts"), or "" when it is not namespaced.
-func sysctlNamespace(key string) string {
-	switch {
-	case strings.HasPrefix(key, "net."):
-		return "net"
-	case strings.HasPrefix(key, "fs.mqueue."),
-		key == "kernel.msgmax", key == "kernel.msgmnb", key == "kernel.msgmni", key == "kernel.sem",
-		key == "kernel.shmall", key == "kernel.shmmax", key == "kernel.shmmni", key == "kernel.shm_rmid_forced":
-		return "ipc"
-	case key == "kernel.hostname", key == "kernel.domainname":
-		return "uts"
-	}
-	return ""
-}
-
-func sysctlPath(key string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
-}
-
 // applySysctls sets the pod's namespaced sysctls: ipc and uts ones in the
 // supervisor's own namespaces, net ones inside the pod's netns.
 func applySysctls(sysctls map[string]string, netns string) error {
@@ -76,7 +56,7 @@ func applySysctls(sysctls map[string]string, netns string) error {
 	sort.Strings(keys)
 	var netKeys []string
 	for _, k := range keys {
-		kind := sysctlNamespace(k)
+		kind := sysctl.Namespace(k)
 		switch kind {
 		case "":
 			return fmt.Errorf("sysctl %q is not namespaced and cannot be set for a pod", k)
@@ -90,7 +70,7 @@ func applySysctls(sysctls map[string]string, netns string) error {
 		if !ownNamespace(kind) {
 			return fmt.Errorf("sysctl %q: stage1 does not have its own %s namespace", k, kind)
 		}
-		if err := os.WriteFile(sysctlPath(k), []byte(sysctls[k]), 0o644); err != nil {
+		if err := os.WriteFile(sysctl.Path(k), []byte(sysctls[k]), 0o644); err != nil {
 			return fmt.Errorf("cannot set sysctl %q: %w", k, err)
 		}
 	}
@@ -117,7 +97,7 @@ func setNetSysctls(netns string, keys []string, sysctls map[string]string) error
 		return fmt.Errorf("cannot enter netns %q: %w", netns, err)
 	}
 	for _, k := range keys {
-		if err := os.WriteFile(sysctlPath(k), []byte(sysctls[k]), 0o644); err != nil {
+		if err := os.WriteFile(sysctl.Path(k), []byte(sysctls[k]), 0o644); err != nil {
 			return fmt.Errorf("cannot set sysctl %q in the pod netns: %w", k, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -79,17 +80,13 @@ func (sv *supervisor) handle(conn net.Conn) {
 	defer conn.Close()
 	br := bufio.NewReader(conn)
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	line, err := br.ReadBytes('\n')
-	if err != nil {
+	var req control.Request
+	if err := control.ReadMessage(br, &req); err != nil {
 		debugf("reading request: %v", err)
+		writeResponse(conn, &control.Response{}, errInvalid("cannot read request: %v", err))
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	var req control.Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		writeResponse(conn, &control.Response{}, errInvalid("cannot parse request: %v", err))
-		return
-	}
 	debugf("request %s %q", req.Op, req.App)
 	switch req.Op {
 	case control.OpExec:
@@ -151,6 +148,10 @@ func writeResponse(conn net.Conn, resp *control.Response, err error) error {
 		var ce *codedError
 		if errors.As(err, &ce) {
 			resp.Code = ce.code
+		}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			resp.Errno = errno
 		}
 	}
 	b, merr := json.Marshal(resp)

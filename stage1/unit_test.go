@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/pkg/sysctl"
 )
 
 func TestParseSignal(t *testing.T) {
@@ -112,7 +113,7 @@ func TestSysctlNamespace(t *testing.T) {
 		"kernel.hostname": "uts", "kernel.panic": "", "vm.swappiness": "",
 	}
 	for k, want := range tests {
-		if got := sysctlNamespace(k); got != want {
+		if got := sysctl.Namespace(k); got != want {
 			t.Errorf("%s: got %q, want %q", k, got, want)
 		}
 	}

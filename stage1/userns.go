@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/pkg/sysctl"
 )
 
 // The IPC and UTS namespaces of a pod with a user namespace, owned by it.
@@ -211,7 +212,7 @@ func (sv *supervisor) userNSPodNamespaces(m *schema.PodManifest) error {
 	}
 	rest := map[string]string{}
 	for k, v := range m.Sysctls {
-		switch kind := sysctlNamespace(k); {
+		switch kind := sysctl.Namespace(k); {
 		case kind == "ipc" && ownIPC, kind == "uts" && ownUTS:
 			// set by the holder, as the namespaces' root
 		default:
@@ -235,7 +236,7 @@ func holderArgs(m *schema.PodManifest, flags uintptr) []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		kind := sysctlNamespace(k)
+		kind := sysctl.Namespace(k)
 		if (kind == "ipc" && flags&syscall.CLONE_NEWIPC != 0) || (kind == "uts" && flags&syscall.CLONE_NEWUTS != 0) {
 			args = append(args, "--sysctl="+k+"="+m.Sysctls[k])
 		}
@@ -259,7 +260,7 @@ func holderSetup(args []string) error {
 			}
 		case strings.HasPrefix(a, "--sysctl="):
 			k, v, _ := strings.Cut(strings.TrimPrefix(a, "--sysctl="), "=")
-			if err := os.WriteFile(sysctlPath(k), []byte(v), 0o644); err != nil {
+			if err := os.WriteFile(sysctl.Path(k), []byte(v), 0o644); err != nil {
 				return fmt.Errorf("cannot set sysctl %q: %w", k, err)
 			}
 		default:

@@ -84,13 +84,9 @@ func (c *Client) roundTrip(ctx context.Context, req *Request, keep bool) (*Respo
 		return fail(fmt.Errorf("cannot send %s request to %q: %w", req.Op, c.sock, err))
 	}
 	br := bufio.NewReader(conn)
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		return fail(fmt.Errorf("no answer to %s from %q: %w", req.Op, c.sock, err))
-	}
 	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return fail(fmt.Errorf("cannot parse answer to %s: %w", req.Op, err))
+	if err := ReadMessage(br, &resp); err != nil {
+		return fail(fmt.Errorf("bad answer to %s from %q: %w", req.Op, c.sock, err))
 	}
 	if resp.Error != "" {
 		return fail(responseError(req, &resp))
@@ -116,8 +112,13 @@ func responseError(req *Request, resp *Response) error {
 	case CodeInvalid:
 		base = ErrInvalid
 	}
-	if base != nil {
+	switch {
+	case base != nil && resp.Errno != 0:
+		return fmt.Errorf("stage1 %s %q: %s: %w (%w)", req.Op, req.App, resp.Error, base, resp.Errno)
+	case base != nil:
 		return fmt.Errorf("stage1 %s %q: %s: %w", req.Op, req.App, resp.Error, base)
+	case resp.Errno != 0:
+		return fmt.Errorf("stage1 %s %q: %s (%w)", req.Op, req.App, resp.Error, resp.Errno)
 	}
 	return fmt.Errorf("stage1 %s %q: %s", req.Op, req.App, resp.Error)
 }

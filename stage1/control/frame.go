@@ -1,7 +1,10 @@
 package control
 
 import (
+	"bufio"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -73,6 +76,40 @@ func (s frameStream) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// maxMessage bounds a JSON request or response line. The largest are exec
+// requests (bounded by the kernel's ARG_MAX, 2 MiB by default, when run)
+// and status answers.
+const maxMessage = 16 << 20
+
+// ErrMessageTooLong: a request or response line exceeds the limit.
+var ErrMessageTooLong = errors.New("control message too long")
+
+// ReadMessage reads one newline-terminated JSON message into v, refusing
+// lines over maxMessage bytes without buffering them whole.
+func ReadMessage(br *bufio.Reader, v any) error {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxMessage {
+			return fmt.Errorf("%w: over %d bytes", ErrMessageTooLong, maxMessage)
+		}
+		line = append(line, chunk...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) && len(line) > 0 {
+				return fmt.Errorf("truncated message: %w", io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("cannot parse message: %w", err)
+	}
+	return nil
 }
 
 // ReadFrame reads one frame. It returns io.EOF only at a frame boundary.

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -74,8 +75,11 @@ type AttachSpec struct {
 
 // Response is the JSON answer to every call.
 type Response struct {
-	Error  string             `json:"error,omitempty"`
-	Code   string             `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+	// Errno is the system error behind Error, if any (e.g. ENOSPC); the
+	// client wraps it so that errors.Is(err, syscall.ENOSPC) holds.
+	Errno  syscall.Errno      `json:"errno,omitempty"`
 	Status []schema.AppStatus `json:"status,omitempty"`
 	Stats  *Stats             `json:"stats,omitempty"`
 }
