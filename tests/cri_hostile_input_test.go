@@ -54,9 +54,11 @@ func TestCRIHostileInput(t *testing.T) {
 	must(t, "service cwd", err)
 	relHost := fmt.Sprintf("rkt-hostile-%d/made", time.Now().UnixNano())
 
+	n := 0 // a name per case, so that an accepted case does not fail the next with AlreadyExists
 	pod := func(edit func(*runtimeapi.PodSandboxConfig)) func() error {
 		return func() error {
-			cfg := proto.Clone(podConfig("bad-pod", logDir)).(*runtimeapi.PodSandboxConfig)
+			n++
+			cfg := proto.Clone(podConfig(fmt.Sprintf("bad-pod-%d", n), logDir)).(*runtimeapi.PodSandboxConfig)
 			edit(cfg)
 			_, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 			return err
@@ -64,7 +66,8 @@ func TestCRIHostileInput(t *testing.T) {
 	}
 	ctr := func(edit func(*runtimeapi.ContainerConfig)) func() error {
 		return func() error {
-			cfg := containerConfig("bad-ctr", ref, "sleep", "1000")
+			n++
+			cfg := containerConfig(fmt.Sprintf("bad-ctr-%d", n), ref, "sleep", "1000")
 			edit(cfg)
 			_, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: pc})
 			return err
