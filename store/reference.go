@@ -22,6 +22,20 @@ type Reference struct {
 // default registry is docker.io, Docker Hub images get "library/", the
 // default tag is "latest" when no digest is given.
 func ParseReference(s string) (Reference, error) {
+	ref, err := parseReference(s)
+	if err != nil {
+		return Reference{}, err
+	}
+	// The store records normalized names: they must parse back to the
+	// same reference (normalizing can make a name too long, or turn an
+	// odd registry name into a prefix).
+	if again, err := parseReference(ref.String()); err != nil || again != ref {
+		return Reference{}, fmt.Errorf("%w %q: its normalized form %q names another image or none", ErrInvalidRef, s, ref)
+	}
+	return ref, nil
+}
+
+func parseReference(s string) (Reference, error) {
 	s = strings.TrimPrefix(s, "docker://")
 	r, err := name.ParseReference(s)
 	if err != nil {
@@ -30,6 +44,10 @@ func ParseReference(s string) (Reference, error) {
 	ref := Reference{
 		Registry:   config.NormalizeRegistry(r.Context().RegistryStr()),
 		Repository: r.Context().RepositoryStr(),
+	}
+	// go-containerregistry knows Docker Hub only by its lower-case names.
+	if ref.Registry == "docker.io" && !strings.Contains(ref.Repository, "/") {
+		ref.Repository = "library/" + ref.Repository
 	}
 	switch v := r.(type) {
 	case name.Tag:

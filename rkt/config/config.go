@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/errwrap"
 )
 
@@ -63,7 +64,11 @@ type registryMirrorV1 struct {
 // NormalizeRegistry maps the aliases of Docker Hub to "docker.io" and
 // lower-cases the host, so lookups match however the registry was spelled.
 func NormalizeRegistry(host string) string {
-	h := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://"), "/"))
+	h := strings.ToLower(host)
+	for t := ""; t != h; {
+		t, h = h, strings.TrimPrefix(strings.TrimPrefix(h, "https://"), "http://")
+	}
+	h = strings.TrimRight(h, "/")
 	switch h {
 	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
 		return "docker.io"
@@ -172,6 +177,9 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 		}
 		for _, r := range a.Registries {
 			k := NormalizeRegistry(r)
+			if k == "" {
+				return fmt.Errorf("dockerAuth file %q: empty registry name", path)
+			}
 			if prev, dup := authFrom[k]; dup {
 				return fmt.Errorf("credentials for registry %q defined twice: in %q and %q", r, prev, path)
 			}
@@ -187,11 +195,14 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 			return fmt.Errorf("registryMirror file %q: needs a registry and at least one mirror", path)
 		}
 		for _, mi := range m.Mirrors {
-			if mi.Endpoint == "" || strings.Contains(mi.Endpoint, "://") || strings.Contains(mi.Endpoint, "/") {
-				return fmt.Errorf("registryMirror file %q: mirror endpoint %q must be host[:port]", path, mi.Endpoint)
+			if err := checkEndpoint(mi.Endpoint); err != nil {
+				return fmt.Errorf("registryMirror file %q: %w", path, err)
 			}
 		}
 		k := NormalizeRegistry(m.Registry)
+		if k == "" {
+			return fmt.Errorf("registryMirror file %q: empty registry name", path)
+		}
 		if prev, dup := mirrorFrom[k]; dup {
 			return fmt.Errorf("mirrors for registry %q defined twice: in %q and %q", m.Registry, prev, path)
 		}
@@ -201,6 +212,15 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 		// rkt's HTTP auth for ACI image URLs: no ACI fetching here, ignored.
 	default:
 		return fmt.Errorf("config file %q: unknown rktKind %q", path, h.Kind)
+	}
+	return nil
+}
+
+// checkEndpoint accepts a mirror endpoint that is host[:port] and nothing
+// more (no scheme, path, user or query).
+func checkEndpoint(ep string) error {
+	if _, err := name.NewRegistry(ep, name.StrictValidation); err != nil || strings.Contains(ep, "/") {
+		return fmt.Errorf("mirror endpoint %q must be host[:port]", ep)
 	}
 	return nil
 }
