@@ -86,6 +86,12 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 			<-exited
 			return fmt.Errorf("pod %s: %w%s", p.uuid, err, logTail(p))
 		}
+		go func() {
+			<-exited
+			// killed, or crashed: its apps' ends are recorded now, when
+			// it died, not when someone next looks
+			recordSupervisorDeath(p)
+		}()
 		return nil
 	case <-ctx.Done():
 		cmd.Process.Kill()

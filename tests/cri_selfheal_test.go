@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// sandboxPid returns the pid of a sandbox's stage1 (verbose status info).
+func sandboxPid(t *testing.T, c *criClient, id string) int {
+	t.Helper()
+	st, err := c.PodSandboxStatus(rpcCtx(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	must(t, "PodSandboxStatus", err)
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	must(t, "parse sandbox info", json.Unmarshal([]byte(st.Info["info"]), &info))
+	if info.Pid <= 0 {
+		t.Fatalf("sandbox %s has no stage1 pid: %s", id, st.Info["info"])
+	}
+	return info.Pid
+}
+
+// checkSupervisorDied checks the status of a container whose stage1 was
+// SIGKILLed at or after killedAt: exited 137, the supervisor's death in
+// its message, and a finish time after its start, no earlier than the kill
+// and not in the future.
+func checkSupervisorDied(t *testing.T, c *criClient, id string, killedAt time.Time) *runtimeapi.ContainerStatus {
+	t.Helper()
+	waitContainerState(t, c, id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	r, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	must(t, "ContainerStatus", err)
+	st := r.Status
+	if st.ExitCode != 137 || !strings.Contains(strings.ToLower(st.Message), "supervisor") {
+		t.Errorf("container %s: exit code %d, reason %q, message %q; want 137 and the supervisor's death", id, st.ExitCode, st.Reason, st.Message)
+	}
+	fin := time.Unix(0, st.FinishedAt)
+	if st.StartedAt == 0 || st.FinishedAt <= st.StartedAt || fin.Before(killedAt.Add(-time.Second)) || fin.After(time.Now()) {
+		t.Errorf("container %s: started_at %d, finished_at %d (%v); want a finish after the start, around the kill at %v", id, st.StartedAt, st.FinishedAt, fin, killedAt)
+	}
+	return st
+}
+
+// TestCRISupervisorDeathTimes: when a pod's stage1 is SIGKILLed its
+// containers are EXITED with a finish time, the same on every read and
+// across restarts of the service, both when the service saw the death (it
+// started that stage1) and when it died while the service was down.
+func TestCRISupervisorDeathTimes(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := t.TempDir()
+	seenPod, seenCtr := runPodWithContainer(t, c, "killed-seen", imgID, logDir)
+	unseenPod, unseenCtr := runPodWithContainer(t, c, "killed-unseen", imgID, logDir)
+
+	killedAt := time.Now()
+	must(t, "kill stage1", syscall.Kill(sandboxPid(t, c, seenPod), syscall.SIGKILL))
+	seen := checkSupervisorDied(t, c, seenCtr, killedAt)
+	if fin := time.Unix(0, seen.FinishedAt); fin.Sub(killedAt) > 2*time.Second {
+		t.Errorf("finish time %v recorded %v after the kill, want at the death", fin, fin.Sub(killedAt))
+	}
+
+	unseenPid := sandboxPid(t, c, unseenPod)
+	svc.Kill()
+	killedAt = time.Now()
+	must(t, "kill stage1", syscall.Kill(unseenPid, syscall.SIGKILL))
+	time.Sleep(200 * time.Millisecond)
+	svc.Restart()
+	c = dialCRI(t, svc)
+	unseen := checkSupervisorDied(t, c, unseenCtr, killedAt)
+
+	time.Sleep(1100 * time.Millisecond)
+	svc.Kill()
+	svc.Restart()
+	c = dialCRI(t, svc)
+	for id, want := range map[string]int64{seenCtr: seen.FinishedAt, unseenCtr: unseen.FinishedAt} {
+		r, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		must(t, "ContainerStatus", err)
+		if r.Status.FinishedAt != want {
+			t.Errorf("container %s: finished_at %d after a restart, %d before", id, r.Status.FinishedAt, want)
+		}
+	}
+}
