@@ -2,6 +2,8 @@ package tests
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/tests/testutil"
 )
 
@@ -88,5 +91,64 @@ func TestCRISupervisorDeathTimes(t *testing.T) {
 		if r.Status.FinishedAt != want {
 			t.Errorf("container %s: finished_at %d after a restart, %d before", id, r.Status.FinishedAt, want)
 		}
+	}
+}
+
+// TestCRIRepairsDebrisAtStart: what a service killed early in
+// RunPodSandbox or RemovePodSandbox leaves (prepare/<uuid>,
+// prepare/.new-<uuid>, garbage/<uuid>) and no CRI call reaches is removed
+// when the service starts, unless its lock is held (being created or
+// deleted right now).
+func TestCRIRepairsDebrisAtStart(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	pods := filepath.Join(env.DataDir, "pods")
+	old := time.Now().Add(-time.Hour)
+	var locks []*lock.FileLock
+	mk := func(state, name string, locked bool) string {
+		t.Helper()
+		d := filepath.Join(pods, state, name)
+		if err := os.MkdirAll(filepath.Join(d, "apps"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+		if locked {
+			l, err := lock.TryExclusive(d, lock.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locks = append(locks, l)
+		}
+		return d
+	}
+	const u = "cccccccc-0000-4000-8000-0000000000"
+	gone := []string{mk("prepare", u+"01", false), mk("prepare", ".new-"+u+"02", false), mk("garbage", u+"03", false)}
+	kept := []string{mk("prepare", u+"11", true), mk("prepare", ".new-"+u+"12", true), mk("garbage", u+"13", true)}
+	t.Cleanup(func() {
+		for _, l := range locks {
+			l.Close()
+		}
+		for _, d := range kept {
+			os.RemoveAll(d)
+		}
+	})
+	svc := startCRIService(t, env)
+	waitUntil(t, 30*time.Second, "the debris to be removed", func() bool {
+		for _, d := range gone {
+			if _, err := os.Lstat(d); err == nil {
+				return false
+			}
+		}
+		return true
+	})
+	for _, d := range kept {
+		if _, err := os.Lstat(d); err != nil {
+			t.Errorf("%s, locked, was removed: %v", d, err)
+		}
+	}
+	if !strings.Contains(svc.Log(), "removed the debris") {
+		t.Errorf("the service did not log what it removed")
 	}
 }
