@@ -1,8 +1,14 @@
 package tests
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -150,5 +156,124 @@ func TestCRIRepairsDebrisAtStart(t *testing.T) {
 	}
 	if !strings.Contains(svc.Log(), "removed the debris") {
 		t.Errorf("the service did not log what it removed")
+	}
+}
+
+// subnetBridge is the bridge rkt gives the default network on a subnet
+// other than 172.16.28.0/24 (networking.Config.bridgeFor).
+func subnetBridge(t *testing.T, subnet string) string {
+	t.Helper()
+	_, ipnet, err := net.ParseCIDR(subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones, _ := ipnet.Mask.Size()
+	return fmt.Sprintf("rkt-%08x-%d", binary.BigEndian.Uint32(ipnet.IP.To4()), ones)
+}
+
+// httpGet fetches http://ip:port/ from the host, retrying while the server
+// starts.
+func httpGet(t *testing.T, ip string, port int) string {
+	t.Helper()
+	c := http.Client{Timeout: 2 * time.Second}
+	var err error
+	for i := 0; i < 50; i++ {
+		var r *http.Response
+		if r, err = c.Get(fmt.Sprintf("http://%s:%d/", ip, port)); err == nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("cannot reach %s:%d from the host: %v", ip, port, err)
+	return ""
+}
+
+// criWebPod runs a sandbox with an httpd container answering body on port
+// 8080 and returns the sandbox ID and its IP.
+func criWebPod(t *testing.T, c *criClient, name, image, body string) (string, string) {
+	t.Helper()
+	ctx := rpcCtx(t)
+	pc := podConfig(name, t.TempDir())
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox "+name, err)
+	cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+		Config: containerConfig("web", image, append([]string{"sh"}, httpdArgs(8080, body)[2:]...)...), SandboxConfig: pc})
+	must(t, "CreateContainer", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+	must(t, "StartContainer", err)
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: rp.PodSandboxId})
+	must(t, "PodSandboxStatus", err)
+	return rp.PodSandboxId, st.Status.GetNetwork().GetIp()
+}
+
+// setPodCIDR is the kubelet's UpdateRuntimeConfig with a pod CIDR.
+func setPodCIDR(t *testing.T, c *criClient, cidr string) {
+	t.Helper()
+	_, err := c.UpdateRuntimeConfig(rpcCtx(t), &runtimeapi.UpdateRuntimeConfigRequest{RuntimeConfig: &runtimeapi.RuntimeConfig{
+		NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}})
+	must(t, "UpdateRuntimeConfig "+cidr, err)
+}
+
+// TestDefaultNetworkCLIAndCRI: on one host, a CLI pod on its default
+// subnet and CRI pods on the kubelet's pod CIDR (the built-in default
+// network, no CNI config) run at the same time and are all reachable; so
+// are the pods of a new pod CIDR once the old pods are gone, with the
+// CLI pod still running. (They used to share the bridge rkt0, which keeps
+// the gateway address of the subnet it was first given.)
+func TestDefaultNetworkCLIAndCRI(t *testing.T) {
+	requireRoot(t)
+	pe := newPodEnv(t)
+	n := time.Now().UnixNano()
+	cliSubnet := fmt.Sprintf("10.%d.%d.0/24", 200+n%50, (n/50)%250)
+	podCIDR := fmt.Sprintf("10.%d.%d.0/24", 200+(n/7)%50, (n/13)%250)
+	newCIDR := fmt.Sprintf("10.%d.%d.0/24", 200+(n/11)%50, (n/17)%250)
+	if cliSubnet == podCIDR || podCIDR == newCIDR || cliSubnet == newCIDR {
+		t.Skip("picked the same subnet twice; run again")
+	}
+	for _, s := range []string{cliSubnet, podCIDR, newCIDR} {
+		br := subnetBridge(t, s)
+		t.Cleanup(func() { exec.Command("ip", "link", "del", br).Run() })
+	}
+	svc := startCRIService(t, pe.Env, "--cni-conf-dir="+t.TempDir())
+	c := dialCRI(t, svc)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	_, imgID := pullTestImage(t, c)
+
+	r := pe.Run(append([]string{"run", "--detach", "--default-subnet=" + cliSubnet, pe.image}, httpdArgs(8080, "cli")...)...)
+	if r.Code != 0 {
+		t.Fatalf("rkt run: %s", r)
+	}
+	cliPod := strings.TrimSpace(r.Stdout)
+	pe.TrackPod(cliPod)
+	t.Cleanup(func() { pe.Run("stop", "--force", cliPod) })
+	cliIP := pe.waitState(cliPod, "running", 10*time.Second).podIP()
+
+	setPodCIDR(t, c, podCIDR)
+	oldPod, oldIP := criWebPod(t, c, "old-cidr", imgID, "cri-old")
+	if got := httpGet(t, cliIP, 8080); got != "cli" {
+		t.Errorf("CLI pod %s answered %q", cliIP, got)
+	}
+	if got := httpGet(t, oldIP, 8080); got != "cri-old" {
+		t.Errorf("CRI pod %s answered %q", oldIP, got)
+	}
+
+	// the node's pod CIDR changes; the old pods go
+	ctx := rpcCtx(t)
+	_, err := c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: oldPod})
+	must(t, "StopPodSandbox", err)
+	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: oldPod})
+	must(t, "RemovePodSandbox", err)
+	setPodCIDR(t, c, newCIDR)
+	_, newIP := criWebPod(t, c, "new-cidr", imgID, "cri-new")
+	if _, ipnet, _ := net.ParseCIDR(newCIDR); !ipnet.Contains(net.ParseIP(newIP)) {
+		t.Errorf("CRI pod IP %s not in the new pod CIDR %s", newIP, newCIDR)
+	}
+	if got := httpGet(t, newIP, 8080); got != "cri-new" {
+		t.Errorf("CRI pod %s answered %q", newIP, got)
+	}
+	if got := httpGet(t, cliIP, 8080); got != "cli" {
+		t.Errorf("CLI pod %s answered %q after the pod CIDR changed", cliIP, got)
 	}
 }
