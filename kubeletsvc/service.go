@@ -79,11 +79,12 @@ func newCRIService(cfg Config) (*criService, error) {
 }
 
 // startBackground rebuilds the name reservations from the pod directories
-// and starts the event watcher (until ctx ends).
+// and starts the event watcher and the periodic repair (until ctx ends).
 func (c *criService) startBackground(ctx context.Context) {
 	if err := c.recover(ctx); err != nil {
 		c.log.Error("cannot recover the CRI state from the pod directories", "error", err)
 	}
 	c.stopping = ctx.Done()
 	go c.watchEvents(ctx)
+	go c.repairLoop(ctx)
 }

@@ -103,7 +103,7 @@ func defaultConfList(cfg Config) (map[string]interface{}, error) {
 	plugins := []interface{}{
 		map[string]interface{}{
 			"type":        "bridge",
-			"bridge":      cfg.bridge(),
+			"bridge":      cfg.bridgeFor(subnet),
 			"isGateway":   true,
 			"ipMasq":      false, // see masquerade.go
 			"hairpinMode": true,

@@ -4,9 +4,10 @@
 // Teardown can undo it even after a crash or a change of configuration.
 //
 // Networks: "host" (no namespace), "none" (namespace with loopback only),
-// "default" (built in: bridge Config.DefaultBridge, host-local IPAM on
-// Config.DefaultSubnet or the pod CIDR saved by SetDefaultSubnet, one
-// MASQUERADE rule per subnet for outbound NAT), and named networks: the
+// "default" (built in: host-local IPAM on Config.DefaultSubnet or the pod
+// CIDR saved by SetDefaultSubnet, a bridge per subnet unless
+// Config.DefaultBridge names one (rkt0 on DefaultSubnet), one MASQUERADE
+// rule per subnet for outbound NAT), and named networks: the
 // *.conflist, *.conf and *.json files of ConfDir, found by their "name"; a
 // config named "default" replaces the built-in one. Interfaces are eth0,
 // eth1... in the order given. Published ports apply to the first network:
@@ -18,7 +19,9 @@
 package networking
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"path/filepath"
 
 	"github.com/rkt/rkt/pkg/buildinfo"
@@ -28,7 +31,7 @@ import (
 // Defaults of the built-in "default" network.
 const (
 	DefaultNetworkName = "default"        // name of the built-in bridge network
-	DefaultBridge      = "rkt0"           // its Linux bridge
+	DefaultBridge      = "rkt0"           // its Linux bridge on DefaultSubnet (other subnets: see Config.bridgeFor)
 	DefaultSubnet      = "172.16.28.0/24" // its IPv4 subnet (host-local IPAM)
 	CNIVersion         = "1.0.0"          // CNI spec version of the configs we generate
 )
@@ -45,7 +48,7 @@ type Config struct {
 	DataDir       string   // rkt data dir; state goes under <DataDir>/networks
 	ConfDir       string   // directory of named network configs; default buildinfo.CNIConfDir
 	PluginDirs    []string // directories searched for CNI plugins; default buildinfo.PluginDirs()
-	DefaultBridge string   // bridge of the "default" network; default DefaultBridge
+	DefaultBridge string   // bridge of the "default" network; default one per subnet (DefaultBridge on DefaultSubnet)
 	DefaultSubnet string   // subnet of the "default" network; default the saved pod CIDR, else DefaultSubnet
 }
 
@@ -63,11 +66,23 @@ func (c Config) pluginDirs() []string {
 	return buildinfo.PluginDirs()
 }
 
-func (c Config) bridge() string {
+// bridgeFor returns the bridge of the default network on subnet:
+// Config.DefaultBridge if set, else DefaultBridge on DefaultSubnet and one
+// bridge per other subnet (rkt-<network address in hex>-<prefix length>,
+// e.g. rkt-0a640000-24 for 10.100.0.0/24). A bridge keeps the gateway
+// address of one subnet, so that pods on different subnets (CLI pods on
+// DefaultSubnet, CRI pods on the kubelet's pod CIDR, the pods of an old
+// and a new pod CIDR) never fight over one.
+func (c Config) bridgeFor(subnet string) string {
 	if c.DefaultBridge != "" {
 		return c.DefaultBridge
 	}
-	return DefaultBridge
+	_, ipnet, err := net.ParseCIDR(subnet)
+	if err != nil || ipnet.IP.To4() == nil || ipnet.String() == DefaultSubnet {
+		return DefaultBridge
+	}
+	ones, _ := ipnet.Mask.Size()
+	return fmt.Sprintf("rkt-%08x-%d", binary.BigEndian.Uint32(ipnet.IP.To4()), ones)
 }
 
 // stateDir is <DataDir>/networks.

@@ -30,14 +30,18 @@ func (c Config) masqueradeUsers(subnet string) string {
 	return filepath.Join(c.stateDir(), "masquerade", strings.ReplaceAll(subnet, "/", "_"))
 }
 
-// acquireMasquerade registers the pod as a user of subnet's rule and
-// installs the rule unless present.
+// acquireMasquerade makes the default network's bridge fit subnet (see
+// fitBridge), registers the pod as a user of subnet's rule and installs the
+// rule unless present.
 func acquireMasquerade(ctx context.Context, cfg Config, subnet, uuid string) error {
 	unlock, err := lockState(cfg)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := fitBridge(ctx, cfg.bridgeFor(subnet), subnet); err != nil {
+		return err
+	}
 	users := cfg.masqueradeUsers(subnet)
 	if err := os.MkdirAll(users, 0o755); err != nil {
 		return fmt.Errorf("cannot record use of outbound NAT: %w", err)
@@ -162,12 +166,18 @@ func RemoveDefaultNetwork(ctx context.Context, cfg Config) error {
 	if err := os.RemoveAll(cfg.masqueradeUsers(subnet)); err != nil {
 		return fmt.Errorf("cannot remove outbound NAT users: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, "ip", "link", "del", cfg.bridge()).CombinedOutput()
+	return deleteBridge(ctx, cfg.bridgeFor(subnet))
+}
+
+// deleteBridge deletes the network interface name; a missing one is not an
+// error.
+func deleteBridge(ctx context.Context, name string) error {
+	out, err := exec.CommandContext(ctx, "ip", "link", "del", name).CombinedOutput()
 	if err != nil {
-		if _, lerr := os.Stat(filepath.Join("/sys/class/net", cfg.bridge())); os.IsNotExist(lerr) {
+		if _, lerr := os.Stat(filepath.Join("/sys/class/net", name)); os.IsNotExist(lerr) {
 			return nil
 		}
-		return fmt.Errorf("cannot delete bridge %q: %w: %s", cfg.bridge(), err, out)
+		return fmt.Errorf("cannot delete bridge %q: %w: %s", name, err, out)
 	}
 	return nil
 }

@@ -69,7 +69,10 @@ func (r *Runtime) Remove(ctx context.Context, uuid string, force bool) error {
 
 // GC moves exited pods to exited-garbage and releases their resources,
 // deletes exited-garbage pods older than the grace period, expired
-// prepared pods and aborted prepares.
+// prepared pods, aborted prepares and interrupted deletions, and releases
+// the network resources of vanished pods. With opts.DebrisOnly it does
+// only the last three. Pods being created, run or changed (locked) are
+// left alone.
 func (r *Runtime) GC(ctx context.Context, opts GCOptions) (*GCResult, error) {
 	return r.gc(ctx, opts)
 }

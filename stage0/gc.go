@@ -77,6 +77,9 @@ func (r *Runtime) podExists(uuid string) bool {
 
 // gcPod moves one pod forward in its lifecycle if it is due.
 func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Time) (collected, removed bool, err error) {
+	if opts.DebrisOnly && p.state != dirPrepare && p.state != dirGarbage {
+		return false, false, nil // not debris: its owner collects it
+	}
 	l, err := lock.TryExclusive(p.dir, lock.Dir)
 	if errors.Is(err, lock.ErrLocked) {
 		return false, false, nil // running, preparing or being deleted
@@ -127,8 +130,14 @@ func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Ti
 	return true, true, nil
 }
 
+// newDirMinAge is how old an unlocked prepare/.new-<uuid> dir must be to
+// be collected: createPod locks it right after making it, and must not
+// lose it in between to a GC (the kubelet-service runs one periodically).
+const newDirMinAge = 10 * time.Second
+
 // removeStaleNewDirs deletes pod directories whose creation was interrupted
-// before they got their name (prepare/.new-<uuid>, unlocked).
+// before they got their name (prepare/.new-<uuid>, unlocked, older than
+// newDirMinAge).
 func (r *Runtime) removeStaleNewDirs() {
 	dir := r.stateDir(dirPrepare)
 	entries, err := os.ReadDir(dir)
@@ -140,6 +149,9 @@ func (r *Runtime) removeStaleNewDirs() {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < newDirMinAge {
+			continue // gone, or maybe about to be locked by its creator
+		}
 		l, err := lock.TryExclusive(path, lock.Dir)
 		if err != nil {
 			continue // being created right now

@@ -1,9 +1,13 @@
 package stage0
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/lock"
 )
 
 func TestPodExists(t *testing.T) {
@@ -42,6 +46,68 @@ func TestPodExists(t *testing.T) {
 	for _, tc := range tests {
 		if got := rt.podExists(tc.id); got != tc.want {
 			t.Errorf("podExists(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
+
+// TestGCDebrisOnly: the service's GC removes what crashes left (aborted
+// prepares, interrupted creations and deletions) and nothing that is locked
+// (being created or deleted right now), recent, or owned by someone.
+func TestGCDebrisOnly(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	if err := rt.ensureDirs(); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	mk := func(state, name string, age time.Time, locked bool) string {
+		t.Helper()
+		d := filepath.Join(rt.stateDir(state), name)
+		if err := os.MkdirAll(filepath.Join(d, "apps"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, age, age); err != nil {
+			t.Fatal(err)
+		}
+		if locked {
+			l, err := lock.TryExclusive(d, lock.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+		}
+		return d
+	}
+	const u = "bbbbbbbb-0000-4000-8000-0000000000"
+	gone := []string{
+		mk(dirPrepare, u+"01", old, false),              // aborted prepare
+		mk(dirPrepare, newPodPrefix+u+"02", old, false), // creation died before the rename
+		mk(dirGarbage, u+"03", old, false),              // deletion died half-way
+	}
+	kept := []string{
+		mk(dirPrepare, u+"11", old, true),                      // being prepared
+		mk(dirPrepare, newPodPrefix+u+"12", old, true),         // being created
+		mk(dirPrepare, newPodPrefix+u+"13", time.Now(), false), // about to be locked by its creator
+		mk(dirGarbage, u+"14", old, true),                      // being deleted
+		mk(dirRun, u+"15", old, false),                         // exited: the kubelet's to remove
+		mk(dirExitedGarbage, u+"16", old, false),               // the CLI's rkt gc's
+		mk(dirPrepared, u+"17", old, false),                    // rkt run-prepare's
+	}
+	res, err := rt.GC(ctx, GCOptions{DebrisOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, err := range res.Errors {
+		t.Errorf("pod %s: %v", u, err)
+	}
+	for _, d := range gone {
+		if _, err := os.Lstat(d); err == nil {
+			t.Errorf("%s was left", d)
+		}
+	}
+	for _, d := range kept {
+		if _, err := os.Lstat(d); err != nil {
+			t.Errorf("%s was removed", d)
 		}
 	}
 }

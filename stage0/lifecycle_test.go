@@ -144,9 +144,11 @@ func TestGCExpiresPreparedAndAborted(t *testing.T) {
 	if st, _ := rt.Status(ctx, aborted.uuid); st == nil || st.State != PodAbortedPrepare {
 		t.Errorf("unlocked pod without manifest: %+v", st)
 	}
-	// a directory whose creation was interrupted before its rename
+	// a directory whose creation was interrupted before its rename (a
+	// while ago: a fresh one may be about to be locked by its creator)
 	stale := filepath.Join(rt.stateDir(dirPrepare), newPodPrefix+"dddddddd-0000-4000-8000-000000000001")
 	os.MkdirAll(stale, 0o711)
+	os.Chtimes(stale, time.Now().Add(-time.Minute), time.Now().Add(-time.Minute))
 	res, err := rt.GC(ctx, GCOptions{ExpirePrepared: time.Hour})
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatal(err, res.Errors)

@@ -150,6 +150,14 @@ type StopOptions struct {
 type GCOptions struct {
 	GracePeriod    time.Duration // exited pods older than this are removed (rkt default 30m)
 	ExpirePrepared time.Duration // prepared pods older than this are removed (rkt default 24h)
+	// DebrisOnly collects only what a crash left that no owner can reach:
+	// aborted prepares (unlocked pods in prepare/ and unlocked
+	// prepare/.new-<uuid> dirs), interrupted deletions (unlocked pods in
+	// garbage/) and the network resources of vanished pods. Running,
+	// exited, exited-garbage and prepared pods are left to their owners
+	// (the kubelet, the CLI's user); GracePeriod and ExpirePrepared are
+	// ignored. For long-lived services (rkt kubelet-service).
+	DebrisOnly bool
 }
 
 // GCResult reports what GC did.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // cleanupTimeout bounds the cleanup after a failed start.
@@ -140,8 +142,10 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 			return err
 		}
 	}
-	if err := os.Remove(p.dir + "/" + cleanedFile); err != nil && !os.IsNotExist(err) {
-		return err
+	for _, f := range []string{cleanedFile, schema.Stage1DiedFile} {
+		if err := os.Remove(filepath.Join(p.dir, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 	}
 	r.cfg.Logf("pod %s: %d apps mounted and specified after %s", p.uuid, len(pm.Apps), time.Since(t0))
 	if err := r.startStage1(ctx, p, pm, l, mode); err != nil {

@@ -15,9 +15,42 @@ import (
 	"github.com/rkt/rkt/stage1/control"
 )
 
-// reasonSupervisorDied is reported for apps whose supervisor died while
-// they ran (stage1 gc records the same).
-const reasonSupervisorDied = "SupervisorDied"
+// recordSupervisorDeath records durably the death of a pod's supervisor
+// that left apps recorded as running: they died with it, when it was first
+// found dead (control.NoteSupervisorDeath). The statuses are rewritten
+// under the pod lock, which is free only once the supervisor is gone; when
+// someone else holds it (a stop or GC, which records the same through
+// `stage1 gc`), or the pod moved, or the caller may not write, they are
+// left alone. It returns the time of death.
+func recordSupervisorDeath(p *pod) time.Time {
+	if p.state != dirRun || !hasRunningApps(p) {
+		return time.Time{}
+	}
+	at, err := control.NoteSupervisorDeath(p.dir)
+	if err != nil {
+		return at
+	}
+	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if err != nil {
+		return at
+	}
+	defer l.Close()
+	if _, err := os.Stat(p.dir); err == nil { // not moved before we locked it
+		control.MarkSupervisorDead(p.dir, at)
+	}
+	return at
+}
+
+// hasRunningApps reports whether an app of the pod is recorded as running.
+func hasRunningApps(p *pod) bool {
+	sts, _ := control.ReadPodStatus(p.dir)
+	for _, st := range sts {
+		if st.State == schema.AppRunning {
+			return true
+		}
+	}
+	return false
+}
 
 func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
 	p, err := r.findPod(uuid)
@@ -93,6 +126,7 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	ps.Manifest = pm
 	ps.CreatedAt = pm.CreatedAt
 	running := state == PodRunning
+	var diedAt time.Time // when the supervisor was found dead
 	if fi, err := os.Stat(filepath.Join(p.dir, schema.Stage1PIDFile)); err == nil {
 		ps.StartedAt = fi.ModTime()
 		if running {
@@ -115,13 +149,21 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 		default:
 			as.AppStatus = schema.AppStatus{Name: a.Name, State: schema.AppUnknown, CreatedAt: a.CreatedAt, Message: err.Error()}
 		}
+		if !running && as.State == schema.AppRunning && state == PodExited && diedAt.IsZero() {
+			// a supervisor that died unseen (no stage0 that started it
+			// lived): record its apps' end as when it was found dead
+			diedAt = recordSupervisorDeath(p)
+			if st, err := control.ReadAppStatus(p.dir, a.Name); err == nil {
+				as.AppStatus = *st
+			}
+		}
 		if !running && as.State == schema.AppRunning {
-			// the supervisor died without recording the end: its apps died with it
-			as.State = schema.AppExited
-			as.Reason = reasonSupervisorDied
-			as.Signal = "SIGKILL"
-			as.ExitCode = 137
-			as.Pid = 0
+			// the supervisor died and its apps' statuses are not
+			// rewritten yet (being cleaned up, or read-only caller)
+			if diedAt.IsZero() {
+				diedAt, _ = control.NoteSupervisorDeath(p.dir)
+			}
+			control.MarkDead(&as.AppStatus, diedAt)
 		}
 		if as.State == schema.AppExited {
 			if as.ExitCode != 0 && ps.ExitCode == 0 {
@@ -136,8 +178,11 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	if running {
 		ps.FinishedAt = time.Time{}
 	} else if ps.FinishedAt.IsZero() && !ps.StartedAt.IsZero() {
-		if fi, err := os.Stat(filepath.Join(p.dir, cleanedFile)); err == nil {
-			ps.FinishedAt = fi.ModTime()
+		for _, f := range []string{schema.Stage1DiedFile, cleanedFile} {
+			if fi, err := os.Stat(filepath.Join(p.dir, f)); err == nil {
+				ps.FinishedAt = fi.ModTime()
+				break
+			}
 		}
 	}
 	if res, err := networking.Load(p.dir); err == nil {

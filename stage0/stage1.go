@@ -63,15 +63,15 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 	if pm.HostIPC {
 		flags = syscall.CLONE_NEWUTS
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
+	pidfd := -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags, PidFD: &pidfd}
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
 		return fmt.Errorf("cannot start stage1 %q for pod %s: %w", r.cfg.Stage1Path, p.uuid, err)
 	}
 	r.cfg.Logf("pod %s: stage1 started, pid %d", p.uuid, cmd.Process.Pid)
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() // reap it if it exits while we live
+	exited := reapWhenExited(cmd, pidfd) // reap it if it exits while we live
 
 	ready := make(chan error, 1)
 	go func() { ready <- control.WaitReady(pr) }()
@@ -86,6 +86,12 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 			<-exited
 			return fmt.Errorf("pod %s: %w%s", p.uuid, err, logTail(p))
 		}
+		go func() {
+			<-exited
+			// killed, or crashed: its apps' ends are recorded now, when
+			// it died, not when someone next looks
+			recordSupervisorDeath(p)
+		}()
 		return nil
 	case <-ctx.Done():
 		cmd.Process.Kill()

@@ -34,7 +34,8 @@ func gcPod(podDir string) error {
 	} else if err := destroyContainers(podDir); err != nil {
 		errs = append(errs, err)
 	}
-	if err := markDead(podDir); err != nil {
+	diedAt, _ := control.NoteSupervisorDeath(podDir)
+	if _, err := control.MarkSupervisorDead(podDir, diedAt); err != nil {
 		errs = append(errs, err)
 	}
 	os.Remove(filepath.Join(podDir, schema.Stage1Socket))
@@ -109,33 +110,6 @@ func destroyContainers(podDir string) error {
 	}
 	if err := os.RemoveAll(root); err != nil {
 		errs = append(errs, fmt.Errorf("cannot remove %q: %w", root, err))
-	}
-	return errors.Join(errs...)
-}
-
-// markDead records apps that were running when their supervisor died as
-// exited: they were killed with it (SIGKILL through the parent-death signal
-// or the cgroup cleanup).
-func markDead(podDir string) error {
-	sts, err := control.ReadPodStatus(podDir)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for i := range sts {
-		st := &sts[i]
-		if st.State != schema.AppRunning {
-			continue
-		}
-		st.ExitCode = 128 + int(sigKILL)
-		st.Signal = "SIGKILL"
-		st.FinishedAt = time.Now()
-		st.State = schema.AppExited
-		st.Reason = "SupervisorDied"
-		st.Message = "the stage1 supervisor of the pod died"
-		if err := control.WriteAppStatus(podDir, st); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return errors.Join(errs...)
 }

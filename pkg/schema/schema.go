@@ -20,6 +20,7 @@ const (
 	Stage1PIDFile   = "stage1.pid"    // pid of the pod supervisor
 	Stage1Socket    = "stage1.sock"   // control socket of the supervisor
 	Stage1LogFile   = "stage1.log"    // the supervisor's own stdout/stderr
+	Stage1DiedFile  = "stage1.died"   // empty; created when the supervisor is found dead, its mtime is the time of death
 	AppsDir         = "apps"          // one directory per app
 	UserNSFile      = "userns"        // bind-mounted user namespace (only when PodManifest.UserNS is set)
 )

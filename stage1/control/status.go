@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
+	"time"
 
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
@@ -67,4 +69,74 @@ func WriteAppStatus(podDir string, st *schema.AppStatus) error {
 		return fmt.Errorf("cannot encode status of app %q: %w", st.Name, err)
 	}
 	return fileperm.WriteFile(StatusPath(podDir, st.Name), b, fileperm.Shared)
+}
+
+// Status of the apps of a supervisor that died (SIGKILL, OOM kill, crash).
+const (
+	ReasonSupervisorDied  = "SupervisorDied"
+	MessageSupervisorDied = "the stage1 supervisor of the pod died"
+)
+
+// NoteSupervisorDeath returns when the supervisor of podDir was first
+// found dead: the mtime of schema.Stage1DiedFile, which the first to find
+// it dead creates (the stage0 that started it, as it reaps it, or any
+// later reader), so that every status reports the same time. Call it only
+// once the supervisor is gone. When the file can be neither read nor
+// created (an unprivileged reader) it returns now and an error.
+func NoteSupervisorDeath(podDir string) (time.Time, error) {
+	path := filepath.Join(podDir, schema.Stage1DiedFile)
+	f, err := fileperm.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileperm.Shared)
+	if err == nil {
+		f.Close()
+	}
+	fi, serr := os.Stat(path)
+	if serr != nil {
+		if err == nil {
+			err = serr
+		}
+		return time.Now(), fmt.Errorf("cannot record the death of the supervisor of pod %q: %w", podDir, err)
+	}
+	return fi.ModTime(), nil
+}
+
+// MarkSupervisorDead records the apps of podDir still recorded as running
+// as killed with their supervisor at time at: exit code 137, SIGKILL,
+// Reason SupervisorDied. Only the holder of the pod lock may call it, once
+// the supervisor is gone (it no longer writes the status files). It
+// returns whether it changed any status.
+func MarkSupervisorDead(podDir string, at time.Time) (bool, error) {
+	sts, err := ReadPodStatus(podDir)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	var errs []error
+	for i := range sts {
+		st := &sts[i]
+		if st.State != schema.AppRunning {
+			continue
+		}
+		MarkDead(st, at)
+		if err := WriteAppStatus(podDir, st); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		changed = true
+	}
+	return changed, errors.Join(errs...)
+}
+
+// MarkDead changes a running app's status to killed with its supervisor at
+// time at (never before it started).
+func MarkDead(st *schema.AppStatus, at time.Time) {
+	if at.Before(st.StartedAt) {
+		at = st.StartedAt
+	}
+	st.State = schema.AppExited
+	st.ExitCode = 128 + int(syscall.SIGKILL)
+	st.Signal = "SIGKILL"
+	st.FinishedAt = at
+	st.Pid = 0
+	st.Reason = ReasonSupervisorDied
+	st.Message = MessageSupervisorDied
 }

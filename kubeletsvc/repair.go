@@ -1,0 +1,48 @@
+package kubeletsvc
+
+import (
+	"context"
+	"time"
+
+	"github.com/rkt/rkt/stage0"
+)
+
+// repairInterval is how often the service collects, besides once at start,
+// what a crash left that no CRI call reaches (stage0.GCOptions.DebrisOnly).
+const repairInterval = 5 * time.Minute
+
+// repairLoop runs the repair at start and every repairInterval until ctx
+// ends.
+func (c *criService) repairLoop(ctx context.Context) {
+	t := time.NewTicker(repairInterval)
+	defer t.Stop()
+	for {
+		c.repair(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// repair removes aborted prepares and interrupted deletions and releases
+// the network resources of vanished pods.
+func (c *criService) repair(ctx context.Context) {
+	res, err := c.rt.GC(ctx, stage0.GCOptions{DebrisOnly: true})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("cannot collect the debris of interrupted pod operations", "error", err)
+		}
+		return
+	}
+	if len(res.Removed) > 0 {
+		c.log.Info("removed the debris of interrupted pod operations", "pods", res.Removed)
+	}
+	for uuid, err := range res.Errors {
+		c.log.Warn("cannot collect the debris of an interrupted pod operation", "pod", uuid, "error", err)
+	}
+	if res.Network != nil {
+		c.log.Warn("cannot release network resources of vanished pods", "error", res.Network)
+	}
+}
