@@ -8,8 +8,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/rkt/rkt/rkt/config"
 	"github.com/rkt/rkt/store"
+	"github.com/rkt/rkt/store/regconfig"
 )
 
 // PullImage fetches an image into the store, through the registry mirrors
@@ -20,7 +20,7 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 	if ref == "" {
 		return nil, invalidf("no image to pull")
 	}
-	regs, err := config.Load(c.cfg.ConfigDirs...)
+	regs, err := regconfig.Load(c.cfg.ConfigDirs...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the registry configuration: %w", err)
 	}
@@ -28,11 +28,14 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 	if err != nil {
 		return nil, err
 	}
-	img, err := c.store.Fetch(ctx, ref, store.FetchOptions{
-		PullPolicy:   store.PullUpdate,
-		Auth:         auth,
-		Registries:   regs,
-		InsecureHTTP: c.cfg.InsecureHTTP,
+	img, err := c.store.Pull(ctx, ref, store.PullOptions{
+		FetchOptions: store.FetchOptions{
+			PullPolicy:   store.PullUpdate,
+			Auth:         auth,
+			Registries:   regs,
+			InsecureHTTP: c.cfg.InsecureHTTP,
+		},
+		InUse: c.rt.ImagesInUse,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

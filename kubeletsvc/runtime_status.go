@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/rkt/rkt/networking"
 )
 
 // Status reports the runtime's conditions (RuntimeReady; NetworkReady
@@ -16,7 +14,7 @@ import (
 func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	runtimeCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.RuntimeReady, Status: true}
 	netCond := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
-	if ok, why := networking.NetworkReady(c.net); !ok {
+	if ok, why := c.rt.NetworkReady(); !ok {
 		netCond.Status = false
 		netCond.Reason = "NetworkPluginNotReady"
 		netCond.Message = "no usable CNI network for pods: " + why
@@ -39,8 +37,8 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 			"stateDir":      filepath.Join(cfg.DataDir, "pods"), // where app rootfs live (critest checks idmap support on its parent)
 			"stage1Path":    cfg.Stage1Path,
 			"cgroupParent":  cfg.CgroupParent,
-			"cniConfDir":    c.net.ConfDir,
-			"cniPluginDirs": c.net.PluginDirs,
+			"cniConfDir":    c.rt.Config().Net.ConfDir,
+			"cniPluginDirs": c.rt.Config().Net.PluginDirs,
 			"configDirs":    c.cfg.ConfigDirs,
 		})}
 	}
@@ -65,7 +63,7 @@ func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.Upda
 	if cidr == "" {
 		return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 	}
-	if err := networking.SetDefaultSubnet(c.net, cidr); err != nil {
+	if err := c.rt.SetPodCIDR(cidr); err != nil {
 		return nil, invalidf("pod CIDR %q: %v", cidr, err)
 	}
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil

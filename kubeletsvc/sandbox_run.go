@@ -14,7 +14,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
-	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/pkg/sysctl"
 	"github.com/rkt/rkt/stage0"
@@ -37,13 +36,13 @@ func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSand
 		return nil, fmt.Errorf("%w: pod user namespaces are not supported here: %v", errFailedPrecondition, c.usernsErr)
 	}
 	if opts.Net == "" {
-		name, err := networking.CRINetwork(c.net)
+		name, err := c.rt.PodNetwork()
 		if err != nil {
 			return nil, fmt.Errorf("%w: the pod network is not ready: %v", errFailedPrecondition, err)
 		}
 		opts.Net = name
 	}
-	if opts.Net == networking.NetHost && opts.Hostname == "" {
+	if opts.Net == stage0.NetHost && opts.Hostname == "" {
 		opts.Hostname, _ = os.Hostname()
 	}
 	uuid, err := newUUID()
@@ -140,7 +139,7 @@ func translateSandboxOpts(cfg *runtimeapi.PodSandboxConfig, handler string) (sta
 		return opts, err
 	}
 	if hostNet {
-		opts.Net = networking.NetHost
+		opts.Net = stage0.NetHost
 	}
 	if d := cfg.GetDnsConfig(); d != nil {
 		for _, list := range []struct {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
-	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
 )
@@ -25,7 +24,6 @@ type criService struct {
 	log    *slog.Logger
 	store  *store.Store
 	rt     *stage0.Runtime
-	net    networking.Config
 	stream streaming.Server // set by Server.Serve before serving
 
 	sandboxNames   *registrar.Registrar // name_namespace_uid_attempt -> pod UUID
@@ -43,7 +41,7 @@ func newCRIService(cfg Config) (*criService, error) {
 	if err != nil {
 		return nil, err
 	}
-	netCfg := networking.Config{DataDir: cfg.DataDir, ConfDir: cfg.CNIConfDir, PluginDirs: cfg.CNIPluginDirs}
+	netCfg := stage0.NetConfig{DataDir: cfg.DataDir, ConfDir: cfg.CNIConfDir, PluginDirs: cfg.CNIPluginDirs}
 	logger := cfg.Logger
 	rt, err := stage0.New(stage0.Config{
 		DataDir:      cfg.DataDir,
@@ -69,7 +67,6 @@ func newCRIService(cfg Config) (*criService, error) {
 		log:            logger,
 		store:          st,
 		rt:             rt,
-		net:            netCfg,
 		sandboxNames:   registrar.New(),
 		containerNames: registrar.New(),
 		events:         newEventBus(),

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"strconv"
 
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
 
-	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/chanmap"
-	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 )
 
@@ -84,13 +81,7 @@ func (r *streamRuntime) PortForward(ctx context.Context, podSandboxID string, po
 		return fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
-	var conn net.Conn
-	if s.pod.Manifest.Net == networking.NetHost {
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, "tcp", addr)
-	} else {
-		conn, err = networking.DialInNetNS(ctx, filepath.Join(s.pod.Dir, schema.NetNSFile), "tcp", addr)
-	}
+	conn, err := r.svc.rt.DialPod(ctx, s.ID(), "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cannot forward to port %d of pod sandbox %s: %w", port, s.ID(), err)
 	}

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -94,61 +91,10 @@ func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {
 	return nil
 }
 
-// fetchAndUnpack fetches ref and unpacks its layers into the tree store,
-// so that the image is verified and ready to run. An image this call
-// imported whose layers cannot be unpacked (corrupt or hostile) is removed
-// again: a refused image leaves nothing behind.
-func fetchAndUnpack(ctx context.Context, s *store.Store, ref string, o store.FetchOptions) (*store.Image, error) {
-	return fetchWithStatus(ctx, s, ref, o, nil)
-}
-
-// fetchWithStatus is fetchAndUnpack telling status (if not nil) what it
-// does after the downloads. When a layer blob of the image has vanished
-// (an image gc in another process raced with this fetch), the image record
-// is dropped and the fetch done once more, unless a pod uses the image.
+// fetchWithStatus is store.Pull with the pods' images protected, telling
+// status (if not nil) what it does after the downloads.
 func fetchWithStatus(ctx context.Context, s *store.Store, ref string, o store.FetchOptions, status func(string)) (*store.Image, error) {
-	for attempt := 1; ; attempt++ {
-		last := attempt == 2
-		img, err := fetchOnce(ctx, s, ref, o, status, !last)
-		if err == nil {
-			return img, nil
-		}
-		if last || img == nil || !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		inUse, iuErr := imagesInUse()
-		if iuErr != nil {
-			return nil, err
-		}
-		if _, rmErr := s.RemoveImage(img.ID, store.RemoveOptions{InUse: inUse}); rmErr != nil && !errors.Is(rmErr, store.ErrImageNotFound) {
-			return nil, fmt.Errorf("%w (and cannot drop the damaged image: %v)", err, rmErr)
-		}
-	}
-}
-
-// fetchOnce fetches and unpacks ref once. On an unpack failure it returns
-// the image with the error; an image it imported itself is removed again,
-// unless the failure is a missing blob and keepOnMissing is set (the
-// caller retries then).
-func fetchOnce(ctx context.Context, s *store.Store, ref string, o store.FetchOptions, status func(string), keepOnMissing bool) (*store.Image, error) {
-	start := time.Now().UTC()
-	img, err := s.Fetch(ctx, ref, o)
-	if err != nil {
-		return nil, err
-	}
-	if status != nil {
-		status("unpacking")
-	}
-	if _, err := s.LayerPaths(ctx, img); err != nil {
-		missing := errors.Is(err, fs.ErrNotExist)
-		if !(missing && keepOnMissing) && !img.ImportedAt.Before(start.Truncate(time.Second)) {
-			if _, rmErr := s.RemoveImage(img.ID, store.RemoveOptions{}); rmErr != nil {
-				return nil, fmt.Errorf("%w (and cannot remove the refused image: %v)", err, rmErr)
-			}
-		}
-		return img, err
-	}
-	return img, nil
+	return s.Pull(ctx, ref, store.PullOptions{FetchOptions: o, Status: status, InUse: imagesInUse})
 }
 
 // fetchOptions turns the flags and global options into store options.

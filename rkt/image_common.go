@@ -5,7 +5,7 @@ import (
 
 	"github.com/hashicorp/errwrap"
 
-	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/store/regconfig"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
 )
@@ -34,8 +34,8 @@ func openImage(ref string) (*store.Store, *store.Image, error) {
 
 // loadRegistryConfig reads credentials and mirrors from the system, local
 // and user config directories, later ones winning.
-func loadRegistryConfig() (*config.Config, error) {
-	c, err := config.Load(globals.SystemConfig, globals.LocalConfig, globals.UserConfig)
+func loadRegistryConfig() (*regconfig.Config, error) {
+	c, err := regconfig.Load(globals.SystemConfig, globals.LocalConfig, globals.UserConfig)
 	if err != nil {
 		return nil, errwrap.Wrapf("cannot load the registry configuration: {{err}}", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/store/regconfig"
 )
 
 // PullPolicy says when Fetch goes to the registry.
@@ -65,7 +65,7 @@ type FetchOptions struct {
 	// configured or docker config.json credentials.
 	Auth *Auth
 	// Registries holds credentials and mirrors from rkt's config directories.
-	Registries *config.Config
+	Registries *regconfig.Config
 	// InsecureHTTP allows plain HTTP to any registry (default: only to
 	// loopback registries and mirrors configured insecure).
 	InsecureHTTP bool

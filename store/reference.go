@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/store/regconfig"
 )
 
 // Reference is a parsed, normalized registry image reference.
@@ -42,7 +42,7 @@ func parseReference(s string) (Reference, error) {
 		return Reference{}, fmt.Errorf("%w %q: %v", ErrInvalidRef, s, err)
 	}
 	ref := Reference{
-		Registry:   config.NormalizeRegistry(r.Context().RegistryStr()),
+		Registry:   regconfig.NormalizeRegistry(r.Context().RegistryStr()),
 		Repository: r.Context().RepositoryStr(),
 	}
 	// go-containerregistry knows Docker Hub only by its lower-case names.

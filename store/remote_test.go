@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/rkt/rkt/rkt/config"
+	"github.com/rkt/rkt/store/regconfig"
 )
 
 // deadHost returns a 127.0.0.1 address nothing listens on.
@@ -38,7 +38,7 @@ func TestMirrors(t *testing.T) {
 	mirror := startRegistry(t)
 	img := testImage(t, "M=1", []entry{{name: "m", body: "mirrored"}})
 	mirror.push(t, "pause:3.10", img)
-	cfg := &config.Config{Mirrors: map[string][]config.Mirror{
+	cfg := &regconfig.Config{Mirrors: map[string][]regconfig.Mirror{
 		"registry.k8s.io": {{Endpoint: deadHost(t), Insecure: true}, {Endpoint: mirror.host, Insecure: true}},
 	}}
 	s := newStore(t)
@@ -80,7 +80,7 @@ func TestAuth(t *testing.T) {
 	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Auth: &Auth{Username: "alice", Password: "wonderland"}}); err != nil {
 		t.Fatalf("explicit credentials: %v", err)
 	}
-	cfg := &config.Config{Auth: map[string]config.Credentials{reg.host: {User: "alice", Password: "wonderland"}}}
+	cfg := &regconfig.Config{Auth: map[string]regconfig.Credentials{reg.host: {User: "alice", Password: "wonderland"}}}
 	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: cfg}); err != nil {
 		t.Fatalf("dockerAuth config credentials: %v", err)
 	}
@@ -170,11 +170,11 @@ func TestInsecureMirrorTLS(t *testing.T) {
 	// The upstream is a dead loopback port: no traffic leaves the host.
 	upstream := deadHost(t)
 	ref := upstream + "/tls/img:1"
-	secure := &config.Config{Mirrors: map[string][]config.Mirror{upstream: {{Endpoint: host}}}}
+	secure := &regconfig.Config{Mirrors: map[string][]regconfig.Mirror{upstream: {{Endpoint: host}}}}
 	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: secure}); err == nil {
 		t.Error("fetch from a mirror with an untrusted certificate succeeded")
 	}
-	insecure := &config.Config{Mirrors: map[string][]config.Mirror{upstream: {{Endpoint: host, Insecure: true}}}}
+	insecure := &regconfig.Config{Mirrors: map[string][]regconfig.Mirror{upstream: {{Endpoint: host, Insecure: true}}}}
 	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: insecure}); err != nil {
 		t.Errorf("insecure mirror with a self-signed certificate: %v", err)
 	}

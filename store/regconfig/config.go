@@ -1,9 +1,9 @@
-// Package config reads rkt's configuration directories: registry
+// Package regconfig reads rkt's configuration directories: registry
 // credentials (kind "dockerAuth") and registry mirrors (kind
 // "registryMirror"). Directories are read in order system < local < user;
 // a later directory overrides what an earlier one said about the same
 // registry.
-package config
+package regconfig
 
 import (
 	"encoding/json"

@@ -1,0 +1,53 @@
+package stage0
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// NetConfig is the CNI configuration of a Runtime (Config.Net).
+type NetConfig = networking.Config
+
+// The network modes of PodOptions.Net besides network names.
+const (
+	NetHost    = networking.NetHost
+	NetNone    = networking.NetNone
+	NetDefault = networking.NetDefault
+)
+
+// NetworkReady reports whether pods can get a network, and why not.
+func (r *Runtime) NetworkReady() (bool, string) { return networking.NetworkReady(r.cfg.Net) }
+
+// PodNetwork is the network a pod gets when it names none (the CRI's):
+// the first configured CNI network, else the built-in default.
+func (r *Runtime) PodNetwork() (string, error) { return networking.CRINetwork(r.cfg.Net) }
+
+// SetPodCIDR makes cidr the subnet of the built-in default network.
+func (r *Runtime) SetPodCIDR(cidr string) error { return networking.SetDefaultSubnet(r.cfg.Net, cidr) }
+
+// DialPod connects to address (host:port) as seen from inside the pod's
+// network: its network namespace, or the host's for a host-network pod.
+func (r *Runtime) DialPod(ctx context.Context, uuid, network, address string) (net.Conn, error) {
+	p, err := r.findPod(uuid)
+	if err != nil {
+		return nil, err
+	}
+	pm, err := p.readManifest()
+	if err != nil {
+		return nil, err
+	}
+	if pm.Net == NetHost {
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
+	}
+	conn, err := networking.DialInNetNS(ctx, filepath.Join(p.dir, schema.NetNSFile), network, address)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
+	}
+	return conn, nil
+}
