@@ -49,7 +49,7 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 CRI_TOOLS_VERSION ?= v1.37.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
-.PHONY: deps run all dist rkt stage1 man check unit functional critest bench install uninstall clean fmt vet tools
+.PHONY: deps run all dist rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
 
 all: rkt stage1 man
 
@@ -71,6 +71,7 @@ stage1:
 
 # Man pages (rkt.1, rkt-run.1, ...) from the cobra commands, written by a
 # generator built only with the genman tag (rkt/gen_man.go): not in $(BIN)/rkt.
+.PHONY: man
 man: $(BUILDDIR)/man/rkt.1
 
 $(BUILDDIR)/man/rkt.1: $(wildcard rkt/*.go) go.mod Makefile $(wildcard config.mk)
