@@ -18,6 +18,8 @@ SYSTEMD_UNITDIR ?= $(LIBDIR)/systemd/system
 TMPFILES_DIR    ?= $(LIBDIR)/tmpfiles.d
 SYSUSERS_DIR    ?= $(LIBDIR)/sysusers.d
 BASHCOMP_DIR    ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMP_DIR     ?= $(PREFIX)/share/zsh/vendor-completions
+MANDIR          ?= $(PREFIX)/share/man
 SECCOMP         ?= yes
 DESTDIR         ?=
 
@@ -49,7 +51,7 @@ TOOLSDIR ?= $(BUILDDIR)/tools
 
 .PHONY: deps run all dist rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
 
-all: rkt stage1
+all: rkt stage1 man
 
 # Debian packages and Go modules the build and the tests need (root).
 deps:
@@ -66,6 +68,15 @@ rkt:
 
 stage1:
 	$(GOBUILD) -o $(BIN)/stage1 ./stage1
+
+# Man pages (rkt.1, rkt-run.1, ...) from the cobra commands, written by a
+# generator built only with the genman tag (rkt/gen_man.go): not in $(BIN)/rkt.
+.PHONY: man
+man: $(BUILDDIR)/man/rkt.1
+
+$(BUILDDIR)/man/rkt.1: $(wildcard rkt/*.go) go.mod Makefile $(wildcard config.mk)
+	rm -rf $(BUILDDIR)/man
+	CGO_ENABLED=1 $(GO) run -trimpath -tags '$(GOTAGS) genman' -ldflags '$(LDFLAGS)' ./rkt gen-man $(BUILDDIR)/man
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -118,15 +129,18 @@ install: all dist
 	install -D -m 0644 dist/systemd/rkt-gc.timer $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer
 	install -D -m 0644 $(BUILDDIR)/dist/tmpfiles.d/rkt.conf $(DESTDIR)$(TMPFILES_DIR)/rkt.conf
 	install -D -m 0644 $(BUILDDIR)/dist/sysusers.d/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf
-	install -d $(DESTDIR)$(BASHCOMP_DIR) $(DESTDIR)$(LOCAL_CONFIG)/net.d
+	install -d $(DESTDIR)$(BASHCOMP_DIR) $(DESTDIR)$(ZSHCOMP_DIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LOCAL_CONFIG)/net.d
 	$(BIN)/rkt completion bash > $(DESTDIR)$(BASHCOMP_DIR)/rkt
+	$(BIN)/rkt completion zsh > $(DESTDIR)$(ZSHCOMP_DIR)/_rkt
+	install -m 0644 $(BUILDDIR)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer \
-		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt
+		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt \
+		$(DESTDIR)$(ZSHCOMP_DIR)/_rkt $(DESTDIR)$(MANDIR)/man1/rkt.1 $(DESTDIR)$(MANDIR)/man1/rkt-*.1
 
 clean:
 	rm -rf $(BUILDDIR)

@@ -225,8 +225,7 @@ func appStatusCmd() *cobra.Command {
 
 func appExecCmd() *cobra.Command {
 	return execCommand(&cobra.Command{
-		Use:   "exec UUID --app=NAME [--tty] -- CMD [ARGS...]",
+		Use:   "exec UUID --app=NAME [--tty] [--] CMD [ARGS...]",
 		Short: "Run a command in a running app",
-		Args:  cobra.MinimumNArgs(2),
 	}, false, "false")
 }

@@ -18,6 +18,9 @@ func appSandboxCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 254, err: err}
 			}
+			if len(f.namedPorts) > 0 {
+				return &exitError{code: 254, err: fmt.Errorf("invalid --port %s:...: a sandbox has no images to name ports; use --port=[HOSTIP:]HOSTPORT:CONTAINERPORT[/PROTO]", f.namedPorts[0].name)}
+			}
 			if o.Resources, err = limits.resources(); err != nil {
 				return &exitError{code: 254, err: err}
 			}

@@ -8,11 +8,9 @@ import (
 
 func init() {
 	cmd := execCommand(&cobra.Command{
-		Use:               "enter [--app=NAME] UUID [CMD [ARGS...]]",
+		Use:               "enter [--app=NAME] UUID [--] [CMD [ARGS...]]",
 		Short:             "Run a command (default: a shell) in a running app of a pod",
 		ValidArgsFunction: completePods(stage0.PodRunning),
-		Args:              cobra.MinimumNArgs(1),
 	}, true, "auto")
-	cmd.Flags().SetInterspersed(false)
 	subcommands = append(subcommands, cmd)
 }

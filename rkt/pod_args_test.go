@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -47,10 +48,22 @@ func TestParsePodArgs(t *testing.T) {
 }
 
 func TestParsePort(t *testing.T) {
-	cases := map[string]schema.PortMapping{
-		"80:8080":               {Protocol: "tcp", ContainerPort: 80, HostPort: 8080},
-		"53/udp:5353":           {Protocol: "udp", ContainerPort: 53, HostPort: 5353},
-		"80-tcp:127.0.0.1:8080": {Protocol: "tcp", ContainerPort: 80, HostPort: 8080, HostIP: "127.0.0.1"},
+	pm := func(proto string, ctr, host int, ip string) schema.PortMapping {
+		return schema.PortMapping{Protocol: proto, ContainerPort: ctr, HostPort: host, HostIP: ip}
+	}
+	cases := map[string]portSpec{
+		// docker and podman: host first
+		"8080:80":                {PortMapping: pm("tcp", 80, 8080, "")},
+		"5353:53/udp":            {PortMapping: pm("udp", 53, 5353, "")},
+		"5353:53/UDP":            {PortMapping: pm("udp", 53, 5353, "")},
+		"127.0.0.1:8080:80":      {PortMapping: pm("tcp", 80, 8080, "127.0.0.1")},
+		"127.0.0.1:8080:80/sctp": {PortMapping: pm("sctp", 80, 8080, "127.0.0.1")},
+		"[::1]:8080:80/tcp":      {PortMapping: pm("tcp", 80, 8080, "::1")},
+		"0.0.0.0:80:80":          {PortMapping: pm("tcp", 80, 80, "0.0.0.0")},
+		// rkt 1.x: a named port, then the host
+		"80-tcp:8080":           {name: "80-tcp", PortMapping: schema.PortMapping{HostPort: 8080}},
+		"http:127.0.0.1:8080":   {name: "http", PortMapping: schema.PortMapping{HostPort: 8080, HostIP: "127.0.0.1"}},
+		"53-udp:[fd00::1]:5353": {name: "53-udp", PortMapping: schema.PortMapping{HostPort: 5353, HostIP: "fd00::1"}},
 	}
 	for in, want := range cases {
 		got, err := parsePort(in)
@@ -58,10 +71,35 @@ func TestParsePort(t *testing.T) {
 			t.Errorf("parsePort(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"80", "80/xyz:1", "0:1", "80:70000", "80:bad:1"} {
-		if _, err := parsePort(bad); err == nil {
-			t.Errorf("parsePort(%q) accepted", bad)
+	for _, bad := range []string{
+		"80",          // no host port
+		"80/tcp:8080", // container first: rejected, not silently reversed
+		"8080:80/xyz", // protocol
+		"0:80", "8080:0", "70000:80", "8080:70000",
+		"8000-8010:8000-8010", // ranges
+		"::1:8080:80",         // IPv6 without brackets
+		"bad.host:8080:80",    // not an IP
+		"1.2.3.4:5:6:7",
+		"http:",
+		"http:8080:80", // a name takes [HOSTIP:]HOSTPORT only
+		"Http:8080",    // names are lowercase
+		"http:tcp:0:1.2.3.4:80",
+		"http:tcp:80:1.2.3.4",
+	} {
+		if got, err := parsePort(bad); err == nil {
+			t.Errorf("parsePort(%q) = %+v, accepted", bad, got)
 		}
+	}
+}
+
+func TestResolvePortNames(t *testing.T) {
+	exposed := map[string]schema.PortMapping{"80-tcp": {Protocol: "tcp", ContainerPort: 80}, "53-udp": {Protocol: "udp", ContainerPort: 53}}
+	got, err := resolvePortNames([]portSpec{{name: "53-udp", PortMapping: schema.PortMapping{HostPort: 5353, HostIP: "127.0.0.1"}}}, exposed)
+	if want := []schema.PortMapping{{Protocol: "udp", ContainerPort: 53, HostPort: 5353, HostIP: "127.0.0.1"}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("resolvePortNames = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := resolvePortNames([]portSpec{{name: "443-tcp"}}, exposed); err == nil || !strings.Contains(err.Error(), "53-udp, 80-tcp") {
+		t.Errorf("an unknown name: %v; want an error listing the exposed names", err)
 	}
 }
 

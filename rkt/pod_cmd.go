@@ -79,11 +79,17 @@ func pastTense(verb string) string {
 
 // execCommand builds `rkt enter` and `rkt app exec`: args run in a running
 // app with this process's stdio (a shell when enter and no command given),
-// rkt exiting with the process's exit code.
+// rkt exiting with the process's exit code. Both parse
+//
+//	[flags] UUID [flags] [--] CMD [ARGS...]
+//
+// rkt's flags may come before and after the UUID; the command starts at the
+// first word after them (or after "--") and keeps all that follows, its own
+// flags (sh -c) and "--" included.
 func execCommand(c *cobra.Command, enter bool, defaultTTY string) *cobra.Command {
 	var rf runtimeFlags
 	var app, tty string
-	c.RunE = onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, args []string) error {
+	run := onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, args []string) error {
 		useTTY := tty == "true" || (tty == "auto" && isTerminalFd(int(os.Stdin.Fd())) && isTerminalFd(int(os.Stdout.Fd())))
 		code, err := execIn(ctx, rt, uuid, stage0.ExecOptions{App: app, Args: args, TTY: useTTY}, enter)
 		if err != nil {
@@ -94,10 +100,40 @@ func execCommand(c *cobra.Command, enter bool, defaultTTY string) *cobra.Command
 		}
 		return nil
 	})
+	c.Args = cobra.MinimumNArgs(1)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		args, err := execArgs(cmd, args)
+		if err != nil {
+			return &exitError{code: 254, err: err}
+		}
+		if h, _ := cmd.Flags().GetBool("help"); h {
+			return cmd.Help()
+		}
+		if !enter && len(args) < 2 {
+			return &exitError{code: 254, err: fmt.Errorf("no command given: %s", cmd.UseLine())}
+		}
+		return run(cmd, args)
+	}
 	cmd := podCommand(c, &rf)
+	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&app, "app", "", "the app (needed when the pod has several)")
 	cmd.Flags().StringVar(&tty, "tty", defaultTTY, "allocate a terminal: true, false or auto (when stdin and stdout are terminals)")
 	return cmd
+}
+
+// execArgs returns UUID CMD ARGS... from what cobra left of the command
+// line: it stops at the UUID (flags not interspersed), so the flags after
+// the UUID and a "--" before the command are parsed here.
+func execArgs(cmd *cobra.Command, args []string) ([]string, error) {
+	if cmd.ArgsLenAtDash() >= 0 {
+		// "--" before the UUID: all after it are arguments
+		return args, nil
+	}
+	fs := cmd.Flags()
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("%w (put the command after --: %s)", err, cmd.UseLine())
+	}
+	return append([]string{args[0]}, fs.Args()...), nil
 }
 
 // execIn runs a process in a pod's app with this process's stdio.

@@ -97,6 +97,21 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 		}
 		opts.Apps = append(opts.Apps, o)
 	}
+	if len(f.namedPorts) > 0 {
+		var ids []string
+		for _, a := range opts.Apps {
+			ids = append(ids, a.Image)
+		}
+		exposed, err := exposedPortNames(s, ids)
+		if err != nil {
+			return err
+		}
+		ports, err := resolvePortNames(f.namedPorts, exposed)
+		if err != nil {
+			return &exitError{code: 254, err: err}
+		}
+		opts.Ports = append(opts.Ports, ports...)
+	}
 	if !run {
 		uuid, err := rt.Prepare(ctx, opts)
 		if err != nil {

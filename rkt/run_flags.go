@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +36,8 @@ type podFlags struct {
 	privateUsers string
 	sysctls      []string
 	help         bool
+
+	namedPorts []portSpec // rkt 1.x NAME:HOSTPORT, resolved against the pod's images
 }
 
 // podFlagSet binds the pod-level flags; inherited holds rkt's global flags.
@@ -44,7 +45,7 @@ func podFlagSet(f *podFlags, inherited *pflag.FlagSet, withRun bool) *pflag.Flag
 	fs := pflag.NewFlagSet("pod", pflag.ContinueOnError)
 	addRuntimeFlags(fs, &f.rt)
 	fs.StringVar(&f.net, "net", "default", "networks: default, host, none, or a comma-separated list of named networks")
-	fs.StringArrayVar(&f.ports, "port", nil, "publish a port: PORT[/PROTO]:[HOSTIP:]HOSTPORT (rkt's PORT-PROTO:HOSTPORT works too; repeatable)")
+	fs.StringArrayVar(&f.ports, "port", nil, "publish a port: "+portHelp+"; repeatable")
 	fs.StringSliceVar(&f.dns, "dns", nil, "name servers for the pod's resolv.conf ('host' copies the host's)")
 	fs.StringSliceVar(&f.dnsSearch, "dns-search", nil, "DNS search domains")
 	fs.StringSliceVar(&f.dnsOpt, "dns-opt", nil, "DNS resolver options")
@@ -89,12 +90,17 @@ func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
 		}
 		o.Sysctls[k] = v
 	}
+	f.namedPorts = nil
 	for _, p := range f.ports {
-		pm, err := parsePort(p)
+		ps, err := parsePort(p)
 		if err != nil {
 			return o, nil, err
 		}
-		o.Ports = append(o.Ports, pm)
+		if ps.name != "" {
+			f.namedPorts = append(f.namedPorts, ps)
+			continue
+		}
+		o.Ports = append(o.Ports, ps.PortMapping)
 	}
 	if len(f.dns) > 0 || len(f.dnsSearch) > 0 || len(f.dnsOpt) > 0 {
 		if !(len(f.dns) == 1 && f.dns[0] == "host") {
@@ -124,39 +130,6 @@ func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
 		o.Annotations[k] = v
 	}
 	return o, vols, nil
-}
-
-// parsePort parses PORT[/PROTO|-PROTO]:[HOSTIP:]HOSTPORT.
-func parsePort(s string) (schema.PortMapping, error) {
-	pm := schema.PortMapping{Protocol: "tcp"}
-	ctr, host, ok := strings.Cut(s, ":")
-	if !ok {
-		return pm, fmt.Errorf("invalid --port %q: want PORT[/PROTO]:[HOSTIP:]HOSTPORT", s)
-	}
-	if i := strings.IndexAny(ctr, "/-"); i >= 0 {
-		pm.Protocol = strings.ToLower(ctr[i+1:])
-		ctr = ctr[:i]
-	}
-	switch pm.Protocol {
-	case "tcp", "udp", "sctp":
-	default:
-		return pm, fmt.Errorf("invalid --port %q: unknown protocol %q", s, pm.Protocol)
-	}
-	if i := strings.LastIndex(host, ":"); i >= 0 {
-		pm.HostIP = host[:i]
-		host = host[i+1:]
-		if net.ParseIP(pm.HostIP) == nil {
-			return pm, fmt.Errorf("invalid --port %q: bad host IP %q", s, pm.HostIP)
-		}
-	}
-	var err error
-	if pm.ContainerPort, err = strconv.Atoi(ctr); err != nil || pm.ContainerPort <= 0 || pm.ContainerPort > 65535 {
-		return pm, fmt.Errorf("invalid --port %q: bad port %q", s, ctr)
-	}
-	if pm.HostPort, err = strconv.Atoi(host); err != nil || pm.HostPort <= 0 || pm.HostPort > 65535 {
-		return pm, fmt.Errorf("invalid --port %q: bad host port %q", s, host)
-	}
-	return pm, nil
 }
 
 // parseVolume parses NAME,kind=host|empty,source=PATH[,readOnly=true].

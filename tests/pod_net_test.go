@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // httpdArgs runs busybox httpd serving body on port.
@@ -36,32 +40,76 @@ func TestPodTwoPodsTalk(t *testing.T) {
 	pe.RunOK("stop", "--timeout=1s", server)
 }
 
-// TestPodPublishedPort: --port publishes an app port on the host.
+// TestPodPublishedPort: --port publishes an app port on the host, in
+// docker's order (HOSTPORT:CONTAINERPORT, with a host IP and a protocol)
+// and in rkt 1.x's (NAME:HOSTPORT, NAME a port the image exposes, 80-tcp);
+// the reverse order and names the image does not expose are refused with
+// the grammar, before any pod is made.
 func TestPodPublishedPort(t *testing.T) {
 	pe := newPodEnv(t)
-	hostPort := freePort(t)
-	uuid := pe.runDetached(append([]string{fmt.Sprintf("--port=80/tcp:%d", hostPort), pe.image}, httpdArgs(80, "published")...)...)
+	archive := filepath.Join(t.TempDir(), "exposing.tar")
+	testutil.WriteOCIArchive(t, archive, testutil.BusyboxWith(t, testutil.ImageConfig{ExposedPorts: []string{"80/tcp"}}), "exposing:1")
+	exposing := pe.Fetch("oci-archive:" + archive)
+
+	for _, c := range []struct{ port, want string }{
+		{"80/tcp:8080", "come last"},    // this rkt's old container-first order
+		{"8080", "no host port"},        // docker's random host port
+		{"8080:80/xyz", "protocol"},     // bad protocol
+		{"443-tcp:8443", "80-tcp"},      // not exposed: the error lists what is
+		{"::1:8080:80", "brackets"},     // IPv6 host without brackets
+		{"8000-8010:80", "port ranges"}, // ranges
+	} {
+		r := pe.run("--port="+c.port, exposing, "--exec=/bin/true")
+		if r.Code != 254 || !strings.Contains(r.Stderr, c.want) || !strings.Contains(r.Stderr, "HOSTPORT") {
+			t.Errorf("--port=%s: want exit 254 naming %q and the grammar: %s", c.port, c.want, r)
+		}
+	}
+	var pods []any
+	if r := pe.RunOK("list", "--format=json"); json.Unmarshal([]byte(r.Stdout), &pods) != nil || len(pods) != 0 {
+		t.Errorf("refused --port values left pods: %s", r)
+	}
+
+	docker, dockerIP, named := freePort(t), freePort(t), freePort(t)
+	uuid := pe.runDetached(append([]string{
+		fmt.Sprintf("--port=%d:80", docker),
+		fmt.Sprintf("--port=127.0.0.1:%d:80/tcp", dockerIP),
+		fmt.Sprintf("--port=80-tcp:127.0.0.1:%d", named),
+		exposing}, httpdArgs(80, "published")...)...)
 	pe.waitState(uuid, "running", 10*time.Second)
+	for _, hp := range []int{docker, dockerIP, named} {
+		if body := httpGet(t, hp); !strings.Contains(body, "published") {
+			t.Errorf("host port %d answered %q", hp, body)
+		}
+	}
+	man := pe.RunOK("cat-manifest", uuid)
+	var pod schema.PodManifest
+	if err := json.Unmarshal([]byte(man.Stdout), &pod); err != nil {
+		t.Fatalf("pod manifest: %v\n%s", err, man.Stdout)
+	}
+	want := fmt.Sprintf("[{tcp 80 %d } {tcp 80 %d 127.0.0.1} {tcp 80 %d 127.0.0.1}]", docker, dockerIP, named)
+	if got := fmt.Sprint(pod.Ports); got != want {
+		t.Errorf("pod ports %s, want %s", got, want)
+	}
+	pe.RunOK("stop", "--timeout=1s", uuid)
+}
+
+// httpGet returns the body served on 127.0.0.1:port, retrying for 10s.
+func httpGet(t *testing.T, port int) string {
+	t.Helper()
 	client := http.Client{Timeout: 2 * time.Second}
-	var body string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", hostPort))
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			body = string(b)
-			break
+			return string(b)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("published port %d does not answer: %v", hostPort, err)
+			t.Fatalf("published port %d does not answer: %v", port, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(body, "published") {
-		t.Errorf("published port answered %q", body)
-	}
-	pe.RunOK("stop", "--timeout=1s", uuid)
 }
 
 // TestPodNetNoneAndHost: --net=none has only loopback; --net=host shares
