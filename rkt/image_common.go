@@ -5,9 +5,9 @@ import (
 
 	"github.com/hashicorp/errwrap"
 
-	"github.com/rkt/rkt/store/regconfig"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
+	"github.com/rkt/rkt/store/regconfig"
 )
 
 // openStore opens the image store of the data directory given by --dir.

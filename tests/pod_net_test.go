@@ -3,9 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +75,7 @@ func TestPodPublishedPort(t *testing.T) {
 		exposing}, httpdArgs(80, "published")...)...)
 	pe.waitState(uuid, "running", 10*time.Second)
 	for _, hp := range []int{docker, dockerIP, named} {
-		if body := httpGet(t, hp); !strings.Contains(body, "published") {
+		if body := httpGet(t, "127.0.0.1", hp); !strings.Contains(body, "published") {
 			t.Errorf("host port %d answered %q", hp, body)
 		}
 	}
@@ -91,25 +89,6 @@ func TestPodPublishedPort(t *testing.T) {
 		t.Errorf("pod ports %s, want %s", got, want)
 	}
 	pe.RunOK("stop", "--timeout=1s", uuid)
-}
-
-// httpGet returns the body served on 127.0.0.1:port, retrying for 10s.
-func httpGet(t *testing.T, port int) string {
-	t.Helper()
-	client := http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("published port %d does not answer: %v", port, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // TestPodNetNoneAndHost: --net=none has only loopback; --net=host shares
