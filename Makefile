@@ -49,7 +49,7 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 CRI_TOOLS_VERSION ?= v1.37.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
-.PHONY: deps run all dist rkt stage1 check unit functional critest bench install uninstall clean fmt vet tools
+.PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz install uninstall clean fmt vet tools
 
 all: rkt stage1 man
 
@@ -108,6 +108,19 @@ bench: all
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 1x -count=1 $(UNIT_PKGS)
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...
+
+# Native Go fuzzing, FUZZTIME per target (go test -fuzz takes one target
+# at a time). Seed corpora also run as plain tests in `make unit`.
+FUZZTIME ?= 30s
+FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
+	./rkt/config:FuzzLoad ./rkt/config:FuzzNormalizeRegistry
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -run '^$$' -fuzz "^$${t#*:}$$" \
+			-fuzztime $(FUZZTIME) -fuzzminimizetime 5s "$${t%%:*}"; \
+	done
 
 DIST_IN := $(wildcard dist/systemd/*.in dist/tmpfiles.d/*.in dist/sysusers.d/*.in)
 DIST_OUT := $(patsubst dist/%.in,$(BUILDDIR)/dist/%,$(DIST_IN))

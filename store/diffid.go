@@ -10,7 +10,8 @@ import (
 )
 
 // uncompressedDigest returns the digest of the decompressed content of a
-// layer blob read from r (gzip, zstd or plain).
+// layer blob read from r (gzip, zstd or plain), which must be a tar stream
+// that tarx.Extract accepts.
 func uncompressedDigest(r io.Reader) (string, error) {
 	zr, err := tarx.Decompress(r)
 	if err != nil {
@@ -18,7 +19,10 @@ func uncompressedDigest(r io.Reader) (string, error) {
 	}
 	defer zr.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
+	if err := tarx.Validate(io.TeeReader(zr, h)); err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(h, zr); err != nil { // padding after the end marker
 		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
@@ -61,7 +65,7 @@ func (w *diffIDWriter) Close() {
 func (w *diffIDWriter) verify(l Layer) error {
 	w.Close()
 	if w.err != nil {
-		return fmt.Errorf("layer %s: cannot decompress: %w (%w)", l.Digest, w.err, ErrContentMismatch)
+		return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, w.err, ErrContentMismatch)
 	}
 	return checkDiffID(l, w.sum)
 }
@@ -97,7 +101,7 @@ func (s *Store) verifyStoredDiffID(l Layer) error {
 	defer f.Close()
 	got, err := uncompressedDigest(f)
 	if err != nil {
-		return fmt.Errorf("layer %s: cannot decompress: %w (%w)", l.Digest, err, ErrContentMismatch)
+		return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, err, ErrContentMismatch)
 	}
 	return checkDiffID(l, got)
 }

@@ -242,3 +242,17 @@ func TestFetchNoMatchingPlatform(t *testing.T) {
 	}
 	assertNothingStored(t, s)
 }
+
+// TestFetchCorruptTarRefused: a layer whose diff ID matches but whose tar
+// stream is truncated cannot be unpacked: it is refused at pull.
+func TestFetchCorruptTarRefused(t *testing.T) {
+	reg := startRegistry(t)
+	raw := tarBytes(t, []entry{{name: "a", body: strings.Repeat("a", 5000)}})
+	ref := reg.push(t, "corrupt/app:1", mustAppend(t, layerOf(t, raw[:1024])))
+	s := newStore(t)
+	err := fetchFails(t, s, ref, ErrContentMismatch, FetchOptions{})
+	if !strings.Contains(err.Error(), "tar") {
+		t.Errorf("error does not say tar: %v", err)
+	}
+	assertNothingStored(t, s)
+}

@@ -56,6 +56,10 @@ type Options struct {
 // destination.
 var ErrUnsafePath = errors.New("unsafe path in archive")
 
+// ErrSparse is returned for sparse file entries (GNU or PAX): a few bytes
+// of archive could declare terabytes of zeros to write.
+var ErrSparse = errors.New("sparse files are not supported in layers")
+
 type extractor struct {
 	root     string
 	opts     Options
@@ -136,6 +140,9 @@ func (x *extractor) resolveDir(dir string) (string, error) {
 }
 
 func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
+	if isSparse(h) {
+		return ErrSparse
+	}
 	switch h.Typeflag {
 	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink, //nolint:staticcheck // old tars use TypeRegA
 		tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
@@ -257,4 +264,19 @@ func (x *extractor) hardlink(target string, h *tar.Header) error {
 	}
 	x.created[target] = true
 	return nil
+}
+
+// isSparse reports whether h is a GNU sparse entry or a PAX one (GNU
+// formats 0.0 to 1.0, which archive/tar reports as regular files of the
+// full logical size).
+func isSparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
