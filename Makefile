@@ -113,7 +113,9 @@ bench: all
 # at a time). Seed corpora also run as plain tests in `make unit`.
 FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
-	./rkt/config:FuzzLoad ./rkt/config:FuzzNormalizeRegistry
+	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
+	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
+	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -44,6 +44,10 @@ var codeSentinels = []struct {
 	{store.ErrAmbiguousRef, codes.InvalidArgument},
 	{store.ErrInvalidRef, codes.InvalidArgument},
 	{store.ErrImageInUse, codes.FailedPrecondition},
+	{store.ErrTooManyRedirects, codes.FailedPrecondition}, // the registry, not the request, is at fault
+	{store.ErrTooLarge, codes.FailedPrecondition},
+	{store.ErrContentMismatch, codes.FailedPrecondition},
+	{store.ErrRegistryStalled, codes.Unavailable}, // worth a retry
 	{stage0.ErrPodNotFound, codes.NotFound},
 	{stage0.ErrAppNotFound, codes.NotFound},
 	{stage0.ErrAmbiguousUUID, codes.InvalidArgument},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"time"
@@ -50,7 +51,7 @@ func (s *Store) fetchRemote(ctx context.Context, r Reference, opts FetchOptions)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("cannot fetch %s: %w", r, ctx.Err())
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", ep.host, err))
+		errs = append(errs, fmt.Errorf("%s: %w", ep.host, classifyRegistryError(err)))
 	}
 	return nil, fmt.Errorf("cannot fetch %s: %w", r, errs)
 }
@@ -171,3 +172,28 @@ type staticKeychain struct{ a authn.Authenticator }
 
 // Resolve returns the same credentials for every registry.
 func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
+
+// registryLies are go-containerregistry's messages (plain strings, no
+// sentinel to test) for content that does not match what describes it.
+var registryLies = []string{
+	"error verifying sha256 checksum",
+	"does not match requested digest",
+	"does not match expected size",
+}
+
+// classifyRegistryError marks a registry's lie (content that does not match
+// its digest or length, a body cut short of its Content-Length) as
+// ErrContentMismatch, so that callers can tell it from a network failure.
+func classifyRegistryError(err error) error {
+	if errors.Is(err, ErrContentMismatch) {
+		return err
+	}
+	lie := errors.Is(err, io.ErrUnexpectedEOF)
+	for _, m := range registryLies {
+		lie = lie || strings.Contains(err.Error(), m)
+	}
+	if lie {
+		return fmt.Errorf("%w (%w)", err, ErrContentMismatch)
+	}
+	return err
+}
