@@ -8,7 +8,8 @@ import (
 )
 
 // repairInterval is how often the service collects, besides once at start,
-// what a crash left that no CRI call reaches (stage0.GCOptions.DebrisOnly).
+// what a crash left that no CRI call reaches (stage0.GCOptions.DebrisOnly,
+// store.SweepUnreferenced).
 const repairInterval = 5 * time.Minute
 
 // repairLoop runs the repair at start and every repairInterval until ctx
@@ -26,9 +27,24 @@ func (c *criService) repairLoop(ctx context.Context) {
 	}
 }
 
-// repair removes aborted prepares and interrupted deletions and releases
-// the network resources of vanished pods.
+// repair removes aborted prepares and interrupted deletions, releases the
+// network resources of vanished pods, and frees what failed or interrupted
+// pulls stored (no CRI call reaches it; the kubelet's image GC only sees
+// images).
 func (c *criService) repair(ctx context.Context) {
+	c.repairPods(ctx)
+	res, err := c.store.SweepUnreferenced(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.log.Error("cannot free the content of failed pulls", "error", err)
+		}
+	case res.Blobs > 0 || res.Trees > 0:
+		c.log.Info("freed the content of failed pulls", "blobs", res.Blobs, "trees", res.Trees, "bytes", res.Bytes)
+	}
+}
+
+func (c *criService) repairPods(ctx context.Context) {
 	res, err := c.rt.GC(ctx, stage0.GCOptions{DebrisOnly: true})
 	if err != nil {
 		if ctx.Err() == nil {

@@ -62,20 +62,53 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 		return res, s.cleanTemp()
 	}
 	defer sweep.Close()
-	if err := s.gcBlobs(ctx, cutoff, keepBlobs, res); err != nil {
+	return res, s.sweep(ctx, cutoff, keepBlobs, keepTrees, res)
+}
+
+// SweepUnreferenced removes, whatever their age, the blobs and layer trees
+// no image references (what failed or interrupted pulls stored) and the
+// temporary files of killed processes; images are kept. While a fetch runs
+// anywhere it only cleans temporary files and sets SweepDeferred.
+func (s *Store) SweepUnreferenced(ctx context.Context) (*GCResult, error) {
+	res := &GCResult{}
+	sweep, err := s.trySweepLock()
+	if err != nil {
 		return res, err
+	}
+	if sweep == nil {
+		res.SweepDeferred = true
+		return res, s.cleanTemp()
+	}
+	defer sweep.Close()
+	// Under the sweep lock no fetch can record an image meanwhile.
+	var keepBlobs, keepTrees map[string]bool
+	if err := s.view(func(tx *txn) error {
+		var err error
+		keepBlobs, keepTrees, err = referenced(tx)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	return res, s.sweep(ctx, time.Now(), keepBlobs, keepTrees, res)
+}
+
+// sweep removes blobs and trees older than cutoff that are not kept (nor
+// mounted), then stale temporary files. The caller holds the sweep lock.
+func (s *Store) sweep(ctx context.Context, cutoff time.Time, keepBlobs, keepTrees map[string]bool, res *GCResult) error {
+	if err := s.gcBlobs(ctx, cutoff, keepBlobs, res); err != nil {
+		return err
 	}
 	mounted, err := s.mountedTrees()
 	if err != nil {
-		return res, err
+		return err
 	}
 	for h := range mounted {
 		keepTrees[h] = true
 	}
 	if err := s.gcTrees(ctx, cutoff, keepTrees, res); err != nil {
-		return res, err
+		return err
 	}
-	return res, s.cleanTemp()
+	return s.cleanTemp()
 }
 
 func (s *Store) gcBlobs(ctx context.Context, cutoff time.Time, keep map[string]bool, res *GCResult) error {

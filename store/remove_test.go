@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,52 @@ func TestMarkUsedProtectsFromGC(t *testing.T) {
 	}
 	if err := s.MarkUsed("sha256:" + strings.Repeat("0", 64)); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("MarkUsed of a missing image: %v", err)
+	}
+}
+
+// TestSweepUnreferenced: what an interrupted pull stored (a blob and a tree
+// no image references) goes at once, images and their content stay, and
+// nothing is swept while a fetch runs.
+func TestSweepUnreferenced(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	ctx := context.Background()
+	ref := reg.push(t, "sweep/kept:1", testImage(t, "SWEEP=kept", []entry{{name: "f", body: "kept"}}))
+	img, err := s.Pull(ctx, ref, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanBlob := s.blobPath(strings.Repeat("ab", 32))
+	orphanTree := filepath.Join(s.dir, treeDir, strings.Repeat("cd", 32))
+	for _, p := range []string{orphanBlob, filepath.Join(orphanTree, "file")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("left by a killed pull"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetching, err := s.holdFetchLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.SweepUnreferenced(ctx)
+	if err != nil || !res.SweepDeferred || res.Blobs != 0 {
+		t.Fatalf("sweep during a fetch: %+v, %v", res, err)
+	}
+	fetching.Close()
+	if res, err = s.SweepUnreferenced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res.Blobs != 1 || res.Trees != 1 || len(res.Images) != 0 {
+		t.Errorf("swept %+v, want the orphan blob and tree only", res)
+	}
+	for _, p := range []string{orphanBlob, orphanTree} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s survived the sweep", p)
+		}
+	}
+	if _, err := s.LayerPaths(ctx, img); err != nil || !s.hasBlob(img.Layers[0].Digest) {
+		t.Errorf("the image lost its content: %v", err)
 	}
 }
