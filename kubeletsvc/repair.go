@@ -7,15 +7,19 @@ import (
 	"github.com/rkt/rkt/stage0"
 )
 
-// repairInterval is how often the service collects, besides once at start,
-// what a crash left that no CRI call reaches (stage0.GCOptions.DebrisOnly,
-// store.SweepUnreferenced).
-const repairInterval = 5 * time.Minute
+// DefaultRepairInterval is how often the service collects, besides once at
+// start, what a crash left that no CRI call reaches
+// (stage0.GCOptions.DebrisOnly, store.SweepUnreferenced).
+const DefaultRepairInterval = 5 * time.Minute
 
-// repairLoop runs the repair at start and every repairInterval until ctx
-// ends.
+// repairLoop runs the repair at start and every Config.RepairInterval until
+// ctx ends.
 func (c *criService) repairLoop(ctx context.Context) {
-	t := time.NewTicker(repairInterval)
+	every := c.cfg.RepairInterval
+	if every <= 0 {
+		every = DefaultRepairInterval
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		c.repair(ctx)

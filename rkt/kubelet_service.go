@@ -27,6 +27,7 @@ type kubeletServiceFlags struct {
 	cniPluginDirs   []string
 	logLevel        string
 	shutdownTimeout time.Duration
+	repairInterval  time.Duration
 }
 
 func init() {
@@ -53,6 +54,7 @@ service finds them again.`,
 	fl.StringSliceVar(&f.cniPluginDirs, "cni-bin-dir", buildinfo.PluginDirs(), "CNI plugin directories")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may take to finish on SIGTERM")
+	fl.DurationVar(&f.repairInterval, "repair-interval", kubeletsvc.DefaultRepairInterval, "how often to collect, besides at start, what crashes left: aborted pod creations, content of failed pulls")
 	subcommands = append(subcommands, cmd)
 }
 
@@ -83,6 +85,7 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 		ConfigDirs:      []string{globals.SystemConfig, globals.LocalConfig, globals.UserConfig},
 		InsecureHTTP:    insecure("http"),
 		ShutdownTimeout: f.shutdownTimeout,
+		RepairInterval:  f.repairInterval,
 		Logger:          logger,
 	})
 	if err != nil {
