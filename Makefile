@@ -49,7 +49,7 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 CRI_TOOLS_VERSION ?= v1.37.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
-.PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz install uninstall clean fmt vet tools
+.PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz chaos install uninstall clean fmt vet tools
 
 all: rkt stage1 man
 
@@ -108,6 +108,14 @@ bench: all
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 1x -count=1 $(UNIT_PKGS)
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...
+
+# Long robustness runs, kept out of make check (which runs short ones):
+# CHAOS_ROUNDS rounds of SIGKILLs of the service and of stage1.
+CHAOS_ROUNDS ?= 200
+chaos: all tools
+	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
+		RKT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -p 1 -timeout 120m \
+		-run '^TestChaos$$' -v ./tests/
 
 # Native Go fuzzing, FUZZTIME per target (go test -fuzz takes one target
 # at a time). Seed corpora also run as plain tests in `make unit`.

@@ -106,7 +106,8 @@ func (s *criService) start() {
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("rkt kubelet-service exited at start:\n%s", s.Log())
+			out, _ := exec.Command("ss", "-xlp").CombinedOutput()
+			t.Fatalf("rkt kubelet-service exited at start:\n%s\nDIAG:\n%s", s.Log(), out)
 		default:
 		}
 		if time.Now().After(deadline) {

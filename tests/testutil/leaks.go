@@ -333,3 +333,9 @@ func removeCgroupTree(dir string) {
 		os.Remove(dirs[i])
 	}
 }
+
+// SeenPods returns the UUIDs of every pod seen in the data dir so far.
+func (e *Env) SeenPods() []string { return e.tracker.UUIDs() }
+
+// PID is the process of a process leak (0 for other kinds).
+func (l Leak) PID() int { return l.pid }
