@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
 )
@@ -48,6 +49,8 @@ var codeSentinels = []struct {
 	{store.ErrTooLarge, codes.FailedPrecondition},
 	{store.ErrContentMismatch, codes.FailedPrecondition},
 	{store.ErrRegistryStalled, codes.Unavailable}, // worth a retry
+	{store.ErrNewerFormat, codes.FailedPrecondition},
+	{schema.ErrNewerVersion, codes.FailedPrecondition},
 	{stage0.ErrPodNotFound, codes.NotFound},
 	{stage0.ErrAppNotFound, codes.NotFound},
 	{stage0.ErrAmbiguousUUID, codes.InvalidArgument},

@@ -222,6 +222,9 @@ func (p *pod) readManifest() (*schema.PodManifest, error) {
 	if err := json.Unmarshal(b, &pm); err != nil {
 		return nil, fmt.Errorf("cannot parse the manifest of pod %s: %w", p.uuid, err)
 	}
+	if err := schema.CheckVersion(pm.Version); err != nil {
+		return nil, fmt.Errorf("pod %s: %w", p.uuid, err)
+	}
 	return &pm, nil
 }
 

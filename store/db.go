@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/hashicorp/errwrap"
@@ -15,7 +16,15 @@ var (
 	bucketImages  = []byte("images")  // image ID -> imageRecord JSON
 	bucketRefs    = []byte("refs")    // name:tag or name@digest -> image ID
 	bucketConfigs = []byte("configs") // image ID -> raw image config
+	bucketMeta    = []byte("meta")    // "version" -> the index's format version
 )
+
+// dbVersion is the format of the index this code writes. An index without
+// a version is format 1 (the first release); a newer one is refused rather
+// than misread. Migrations from an older format go in migrate.
+const dbVersion = 1
+
+var keyVersion = []byte("version")
 
 // txn wraps a bbolt transaction with the index operations.
 type txn struct {
@@ -46,20 +55,56 @@ func (s *Store) view(fn func(*txn) error) error {
 }
 
 func (t *txn) init() error {
-	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs} {
+	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs, bucketMeta} {
 		if _, err := t.tx.CreateBucketIfNotExists(b); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot create bucket %q: {{err}}", b), err)
+			return fmt.Errorf("cannot create bucket %q: %w", b, err)
 		}
 	}
-	return nil
+	v, err := t.version()
+	if err != nil {
+		return err
+	}
+	if err := t.migrate(v); err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucketMeta).Put(keyVersion, []byte(strconv.Itoa(dbVersion)))
 }
 
-// check fails if a bucket is missing (a new or older database).
+// migrate brings an index of format from up to dbVersion. (Format 1 is
+// the first: an unversioned index needs only its version recorded.)
+func (t *txn) migrate(from int) error { return nil }
+
+// version is the index's format: 1 when unrecorded; an error when it is
+// newer than this code's.
+func (t *txn) version() (int, error) {
+	b := t.tx.Bucket(bucketMeta)
+	if b == nil || b.Get(keyVersion) == nil {
+		return 1, nil
+	}
+	v, err := strconv.Atoi(string(b.Get(keyVersion)))
+	if err != nil {
+		return 0, fmt.Errorf("corrupt store database: format version %q", b.Get(keyVersion))
+	}
+	if v > dbVersion {
+		return 0, fmt.Errorf("the store database has format %d, newer than this rkt's %d (written by a newer rkt): %w", v, dbVersion, ErrNewerFormat)
+	}
+	return v, nil
+}
+
+// check fails if a bucket is missing or the version is not this code's
+// (a new, older or newer database); Open then runs init.
 func (t *txn) check() error {
-	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs} {
+	for _, b := range [][]byte{bucketImages, bucketRefs, bucketConfigs, bucketMeta} {
 		if t.tx.Bucket(b) == nil {
 			return fmt.Errorf("store database lacks bucket %q", b)
 		}
+	}
+	v, err := t.version()
+	if err != nil {
+		return err
+	}
+	if v != dbVersion || t.tx.Bucket(bucketMeta).Get(keyVersion) == nil {
+		return fmt.Errorf("store database has format %d, not %d", v, dbVersion)
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ var (
 	// ErrContentMismatch: fetched content does not match its digest, size
 	// or diff ID.
 	ErrContentMismatch = errors.New("content does not match its descriptor")
+	// ErrNewerFormat: on-disk data written by a newer rkt, which this one
+	// refuses rather than misreads.
+	ErrNewerFormat = errors.New("on-disk format is newer than this rkt")
 )
 
 // NotFoundError says which reference matched no image.

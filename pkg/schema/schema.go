@@ -4,6 +4,8 @@
 package schema
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -11,6 +13,19 @@ import (
 
 // Version is written into every manifest this code produces.
 const Version = "rkt/v1"
+
+// ErrNewerVersion marks a manifest written by a newer rkt: refused, never
+// misread.
+var ErrNewerVersion = errors.New("manifest format is newer than this rkt")
+
+// CheckVersion accepts the manifest versions this code reads: Version, and
+// "" (none recorded). Readers of an older version migrate it here.
+func CheckVersion(v string) error {
+	if v == Version || v == "" {
+		return nil
+	}
+	return fmt.Errorf("manifest format %q, this rkt reads %q: %w", v, Version, ErrNewerVersion)
+}
 
 // File names inside a pod directory (<data dir>/pods/<state>/<uuid>/).
 const (
