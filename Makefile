@@ -110,12 +110,14 @@ bench: all
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...
 
 # Long robustness runs, kept out of make check (which runs short ones):
-# CHAOS_ROUNDS rounds of SIGKILLs of the service and of stage1.
+# CHAOS_ROUNDS rounds of SIGKILLs of the service and of stage1, and
+# CHURN_PODS pods created and removed by 10 clients.
 CHAOS_ROUNDS ?= 200
+CHURN_PODS ?= 1000
 chaos: all tools
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
-		RKT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -p 1 -timeout 120m \
-		-run '^TestChaos$$' -v ./tests/
+		RKT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) RKT_CHURN_PODS=$(CHURN_PODS) CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' \
+		-count=1 -p 1 -timeout 120m -run '^(TestChaos|TestCRIChurn)$$' -v ./tests/
 
 # Native Go fuzzing, FUZZTIME per target (go test -fuzz takes one target
 # at a time). Seed corpora also run as plain tests in `make unit`.
