@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func TestChaos(t *testing.T) {
 		t.Logf("round %d: %s killed after %v (stage1 too: %v): %.120s", round, f.name, delay, killStage1, outcome)
 		svc.Restart()
 		kubeletCleanup(t, c, base)
-		chaosConverged(t, env, svc.cmd.Process.Pid, baseBlobs, round)
+		chaosConverged(t, env, svc, baseBlobs, round)
 	}
 }
 
@@ -196,7 +197,7 @@ func tryKubeletCleanup(c *criClient, keep string) error {
 // chaosConverged waits until nothing is left but the base image: no pod
 // directory, no leak of any pod seen, no blob beyond the base image's, no
 // layer tree unreferenced, no temporary file.
-func chaosConverged(t *testing.T, env *testutil.Env, servicePID, baseBlobs, round int) {
+func chaosConverged(t *testing.T, env *testutil.Env, svc *criService, baseBlobs, round int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -204,12 +205,15 @@ func chaosConverged(t *testing.T, env *testutil.Env, servicePID, baseBlobs, roun
 		pods, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "*", "*"))
 		left = append(left, pods...)
 		for _, l := range testutil.FindLeaks(env.DataDir, env.SeenPods()) {
-			if l.PID() != servicePID {
+			if l.PID() != svc.cmd.Process.Pid {
 				left = append(left, l.String())
 			}
 		}
 		if blobs := dirEntries(t, casDir(env.DataDir, "blobs", "sha256")); len(blobs) != baseBlobs {
 			left = append(left, fmt.Sprintf("%d blobs, the base image has %d", len(blobs), baseBlobs))
+		}
+		if veths, _ := exec.Command("ip", "-o", "link", "show", "master", svc.bridge(t)).Output(); len(veths) > 0 {
+			left = append(left, "veths on the pod bridge: "+string(veths))
 		}
 		if tmp := dirEntries(t, casDir(env.DataDir, "tmp")); len(tmp) > 0 {
 			left = append(left, "temporary files: "+strings.Join(tmp, " "))

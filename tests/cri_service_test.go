@@ -197,6 +197,24 @@ func writeCRINetwork(t testing.TB, dir string) {
 	})
 }
 
+// bridge is the host bridge of the service's pod network.
+func (s *criService) bridge(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.CNIConfDir, "10-rkt-cri-test.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Plugins []struct {
+			Bridge string `json:"bridge"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &conf); err != nil || len(conf.Plugins) == 0 || conf.Plugins[0].Bridge == "" {
+		t.Fatalf("no bridge in the pod network config: %v", err)
+	}
+	return conf.Plugins[0].Bridge
+}
+
 // saveSysctls returns a function that restores the given /proc/sys values.
 func saveSysctls(t testing.TB, keys ...string) func() {
 	saved := map[string][]byte{}
