@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/hashicorp/errwrap"
-
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
 	"github.com/rkt/rkt/store/regconfig"
@@ -14,7 +12,7 @@ import (
 func openStore() (*store.Store, error) {
 	s, err := store.Open(globals.Dir)
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot open the image store: {{err}}", err)
+		return nil, fmt.Errorf("cannot open the image store: %w", err)
 	}
 	return s, nil
 }
@@ -37,7 +35,7 @@ func openImage(ref string) (*store.Store, *store.Image, error) {
 func loadRegistryConfig() (*regconfig.Config, error) {
 	c, err := regconfig.Load(globals.SystemConfig, globals.LocalConfig, globals.UserConfig)
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot load the registry configuration: {{err}}", err)
+		return nil, fmt.Errorf("cannot load the registry configuration: %w", err)
 	}
 	return c, nil
 }
@@ -46,7 +44,7 @@ func loadRegistryConfig() (*regconfig.Config, error) {
 func imagesInUse() (map[string]bool, error) {
 	inUse, err := stage0.ImagesInUse(globals.Dir)
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot find the images pods use: {{err}}", err)
+		return nil, fmt.Errorf("cannot find the images pods use: %w", err)
 	}
 	return inUse, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/hashicorp/errwrap"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -46,7 +45,7 @@ func newRuntime(f runtimeFlags) (*stage0.Runtime, *store.Store, error) {
 	}
 	rt, err := stage0.New(runtimeConfig(f, s))
 	if err != nil {
-		return nil, nil, errwrap.Wrapf("cannot set up the pod runtime: {{err}}", err)
+		return nil, nil, fmt.Errorf("cannot set up the pod runtime: %w", err)
 	}
 	return rt, s, nil
 }
@@ -73,7 +72,7 @@ func runtimeConfig(f runtimeFlags, s *store.Store) stage0.Config {
 func newRuntimeNoStore(f runtimeFlags) (*stage0.Runtime, error) {
 	rt, err := stage0.New(runtimeConfig(f, nil))
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot set up the pod runtime: {{err}}", err)
+		return nil, fmt.Errorf("cannot set up the pod runtime: %w", err)
 	}
 	return rt, nil
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/hashicorp/errwrap"
 )
 
 // digestOf returns "sha256:<hex>" of b.
@@ -49,7 +47,7 @@ func (s *Store) OpenBlob(digest string) (*os.File, error) {
 	}
 	f, err := os.Open(s.blobPath(h))
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open blob %s: {{err}}", digest), err)
+		return nil, fmt.Errorf("cannot open blob %s: %w", digest, err)
 	}
 	return f, nil
 }
@@ -95,7 +93,7 @@ func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func
 	cr := &countingReader{r: r, onRead: onRead}
 	n, err := io.Copy(io.MultiWriter(tmp, h), cr)
 	if err != nil {
-		return "", 0, errwrap.Wrapf(fmt.Sprintf("cannot download blob %s: {{err}}", want), err)
+		return "", 0, fmt.Errorf("cannot download blob %s: %w", want, err)
 	}
 	if size >= 0 && n != size {
 		return "", 0, fmt.Errorf("blob %s has %d bytes, its descriptor says %d: %w", want, n, size, ErrContentMismatch)
@@ -110,13 +108,13 @@ func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func
 		}
 	}
 	if err := tmp.Sync(); err != nil {
-		return "", 0, errwrap.Wrapf("cannot sync blob: {{err}}", err)
+		return "", 0, fmt.Errorf("cannot sync blob: %w", err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		return "", 0, errwrap.Wrapf("cannot chmod blob: {{err}}", err)
+		return "", 0, fmt.Errorf("cannot chmod blob: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), s.blobPath(strings.TrimPrefix(got, "sha256:"))); err != nil {
-		return "", 0, errwrap.Wrapf(fmt.Sprintf("cannot store blob %s: {{err}}", got), err)
+		return "", 0, fmt.Errorf("cannot store blob %s: %w", got, err)
 	}
 	tmp.Close()
 	tmp = nil
@@ -130,11 +128,11 @@ func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot open %q: {{err}}", dir), err)
+		return fmt.Errorf("cannot open %q: %w", dir, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot sync %q: {{err}}", dir), err)
+		return fmt.Errorf("cannot sync %q: %w", dir, err)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/hashicorp/errwrap"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -37,7 +36,7 @@ type txn struct {
 func (s *Store) update(fn func(*txn) error) error {
 	db, err := bolt.Open(s.dbPath(), 0o600, &bolt.Options{Timeout: s.dbTimeout})
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
+		return fmt.Errorf("cannot open store database %q: %w", s.dbPath(), err)
 	}
 	defer db.Close()
 	return db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx: tx, s: s}) })
@@ -48,7 +47,7 @@ func (s *Store) update(fn func(*txn) error) error {
 func (s *Store) view(fn func(*txn) error) error {
 	db, err := bolt.Open(s.dbPath(), 0o600, &bolt.Options{Timeout: s.dbTimeout, ReadOnly: true})
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot open store database %q: {{err}}", s.dbPath()), err)
+		return fmt.Errorf("cannot open store database %q: %w", s.dbPath(), err)
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error { return fn(&txn{tx: tx, s: s}) })
@@ -116,7 +115,7 @@ func (t *txn) getImage(id string) (*imageRecord, error) {
 	}
 	var r imageRecord
 	if err := json.Unmarshal(v, &r); err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", id), err)
+		return nil, fmt.Errorf("corrupt store record of image %s: %w", id, err)
 	}
 	return &r, t.loadConfig(&r)
 }
@@ -146,7 +145,7 @@ func (t *txn) putImage(r *imageRecord) error {
 	sort.Strings(r.RepoDigests)
 	b, err := json.Marshal(r)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot encode record of image %s: {{err}}", r.ID), err)
+		return fmt.Errorf("cannot encode record of image %s: %w", r.ID, err)
 	}
 	if r.ConfigRaw != nil {
 		if err := t.tx.Bucket(bucketConfigs).Put([]byte(r.ID), r.ConfigRaw); err != nil {
@@ -168,7 +167,7 @@ func (t *txn) allImages() ([]*imageRecord, error) {
 	err := t.tx.Bucket(bucketImages).ForEach(func(k, v []byte) error {
 		var r imageRecord
 		if err := json.Unmarshal(v, &r); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("corrupt store record of image %s: {{err}}", k), err)
+			return fmt.Errorf("corrupt store record of image %s: %w", k, err)
 		}
 		out = append(out, &r)
 		return t.loadConfig(&r)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/hashicorp/errwrap"
 )
 
 // Manifest returns the raw image manifest of img as the registry served it.
@@ -68,21 +66,21 @@ func (s *Store) ExportOCIArchive(ctx context.Context, img *Image, name string, w
 	}
 	for _, d := range []string{"blobs/", "blobs/sha256/"} {
 		if err := tw.WriteHeader(&tar.Header{Name: d, Mode: 0o755, ModTime: now, Typeflag: tar.TypeDir}); err != nil {
-			return errwrap.Wrapf("cannot write archive: {{err}}", err)
+			return fmt.Errorf("cannot write archive: %w", err)
 		}
 	}
 	if err := writeBytes("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return errwrap.Wrapf("cannot write archive: {{err}}", err)
+		return fmt.Errorf("cannot write archive: %w", err)
 	}
 	if err := writeBytes("index.json", index); err != nil {
-		return errwrap.Wrapf("cannot write archive: {{err}}", err)
+		return fmt.Errorf("cannot write archive: %w", err)
 	}
 	for _, d := range imageBlobs(img) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := s.exportBlob(tw, d, now); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot export blob %s of image %s: {{err}}", d, img.ID), err)
+			return fmt.Errorf("cannot export blob %s of image %s: %w", d, img.ID, err)
 		}
 	}
 	return tw.Close()

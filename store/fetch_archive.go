@@ -13,7 +13,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/hashicorp/errwrap"
 )
 
 // OCI layout annotations naming an image.
@@ -66,11 +65,11 @@ func (s *Store) fetchOCILayout(ctx context.Context, spec string, opts FetchOptio
 func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOptions) (*Image, error) {
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read OCI layout %q: {{err}}", dir), err)
+		return nil, fmt.Errorf("cannot read OCI layout %q: %w", dir, err)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read index of OCI layout %q: {{err}}", dir), err)
+		return nil, fmt.Errorf("cannot read index of OCI layout %q: %w", dir, err)
 	}
 	var chosen []v1.Descriptor
 	var refNames []string
@@ -93,7 +92,7 @@ func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOpt
 	d := chosen[0]
 	img, err := layoutImage(idx, d, platform(opts))
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read image from OCI layout %q: {{err}}", dir), err)
+		return nil, fmt.Errorf("cannot read image from OCI layout %q: %w", dir, err)
 	}
 	var candidates []string
 	if n := d.Annotations[annotationContainerdName]; n != "" {
@@ -166,7 +165,7 @@ func normalizeNames(in []string) ([]string, error) {
 func extractLayoutArchive(path, dir string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot open OCI archive %q: {{err}}", path), err)
+		return fmt.Errorf("cannot open OCI archive %q: %w", path, err)
 	}
 	defer f.Close()
 	tr := tar.NewReader(f)
@@ -176,20 +175,20 @@ func extractLayoutArchive(path, dir string) error {
 			return nil
 		}
 		if err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("corrupt OCI archive %q: {{err}}", path), err)
+			return fmt.Errorf("corrupt OCI archive %q: %w", path, err)
 		}
 		target := filepath.Join(dir, filepath.Clean("/"+h.Name))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(target, 0o755); err != nil {
-				return errwrap.Wrapf("cannot unpack OCI archive: {{err}}", err)
+				return fmt.Errorf("cannot unpack OCI archive: %w", err)
 			}
 		case tar.TypeReg:
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return errwrap.Wrapf("cannot unpack OCI archive: {{err}}", err)
+				return fmt.Errorf("cannot unpack OCI archive: %w", err)
 			}
 			if err := writeFile(target, tr); err != nil {
-				return errwrap.Wrapf(fmt.Sprintf("cannot unpack %q of OCI archive %q: {{err}}", h.Name, path), err)
+				return fmt.Errorf("cannot unpack %q of OCI archive %q: %w", h.Name, path, err)
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/hashicorp/errwrap"
 )
 
 // fetchDockerArchive imports an image of a `docker save` tarball,
@@ -18,7 +17,7 @@ func (s *Store) fetchDockerArchive(ctx context.Context, spec string, opts FetchO
 	opener := func() (io.ReadCloser, error) { return os.Open(path) }
 	m, err := tarball.LoadManifest(opener)
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read docker archive %q: {{err}}", path), err)
+		return nil, fmt.Errorf("cannot read docker archive %q: %w", path, err)
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("docker archive %q holds no image", path)
@@ -40,7 +39,7 @@ func (s *Store) fetchDockerArchive(ctx context.Context, spec string, opts FetchO
 	}
 	img, err := tarball.Image(opener, tag)
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read image of docker archive %q: {{err}}", path), err)
+		return nil, fmt.Errorf("cannot read image of docker archive %q: %w", path, err)
 	}
 	names, err := normalizeNames(append(append([]string(nil), repoTags...), opts.Name))
 	if err != nil {

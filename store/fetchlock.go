@@ -3,9 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
-
-	"github.com/hashicorp/errwrap"
 
 	"github.com/rkt/rkt/pkg/lock"
 )
@@ -25,7 +24,7 @@ func (s *Store) holdFetchLock(ctx context.Context) (*lock.FileLock, error) {
 	}
 	if err := l.SharedLock(ctx); err != nil {
 		l.Close()
-		return nil, errwrap.Wrapf("cannot take the store's fetch lock: {{err}}", err)
+		return nil, fmt.Errorf("cannot take the store's fetch lock: %w", err)
 	}
 	return l, nil
 }

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/hashicorp/errwrap"
 )
 
 // GCResult says what GC removed.
@@ -43,7 +41,7 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 				continue
 			}
 			if err := tx.deleteImage(r); err != nil {
-				return errwrap.Wrapf(fmt.Sprintf("cannot remove image %s: {{err}}", r.ID), err)
+				return fmt.Errorf("cannot remove image %s: %w", r.ID, err)
 			}
 			res.Images = append(res.Images, r.ID)
 		}
@@ -115,7 +113,7 @@ func (s *Store) gcBlobs(ctx context.Context, cutoff time.Time, keep map[string]b
 	dir := filepath.Join(s.dir, blobsDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return errwrap.Wrapf("cannot list blobs: {{err}}", err)
+		return fmt.Errorf("cannot list blobs: %w", err)
 	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
@@ -129,7 +127,7 @@ func (s *Store) gcBlobs(ctx context.Context, cutoff time.Time, keep map[string]b
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
-			return errwrap.Wrapf(fmt.Sprintf("cannot remove blob %s: {{err}}", e.Name()), err)
+			return fmt.Errorf("cannot remove blob %s: %w", e.Name(), err)
 		}
 		res.Blobs++
 		res.Bytes += fi.Size()
@@ -141,7 +139,7 @@ func (s *Store) gcTrees(ctx context.Context, cutoff time.Time, keep map[string]b
 	dir := filepath.Join(s.dir, treeDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return errwrap.Wrapf("cannot list trees: {{err}}", err)
+		return fmt.Errorf("cannot list trees: %w", err)
 	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/hashicorp/errwrap"
 )
 
 // Image is an image of the store.
@@ -76,7 +75,7 @@ func (r *imageRecord) image() (*Image, error) {
 func parseConfig(id string, raw []byte) (*v1.ConfigFile, error) {
 	cfg, err := v1.ParseConfigFile(bytes.NewReader(raw))
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot parse config of image %s: {{err}}", id), err)
+		return nil, fmt.Errorf("cannot parse config of image %s: %w", id, err)
 	}
 	return cfg, nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -20,22 +19,22 @@ import (
 func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigests []string, opts FetchOptions) (*Image, error) {
 	rawManifest, err := img.RawManifest()
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot get image manifest: {{err}}", err)
+		return nil, fmt.Errorf("cannot get image manifest: %w", err)
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot parse image manifest: {{err}}", err)
+		return nil, fmt.Errorf("cannot parse image manifest: %w", err)
 	}
 	mediaType, err := img.MediaType()
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot get image media type: {{err}}", err)
+		return nil, fmt.Errorf("cannot get image media type: %w", err)
 	}
 	if m.Config.Size > maxManifestSize {
 		return nil, fmt.Errorf("image config %s has %d bytes: %w: configs are limited to %d bytes", m.Config.Digest, m.Config.Size, ErrTooLarge, maxManifestSize)
 	}
 	rawConfig, err := img.RawConfigFile()
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot get image config: {{err}}", err)
+		return nil, fmt.Errorf("cannot get image config: %w", err)
 	}
 	id := m.Config.Digest.String()
 	if got := digestOf(rawConfig); got != id {
@@ -43,7 +42,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot parse config of image %s: {{err}}", id), err)
+		return nil, fmt.Errorf("cannot parse config of image %s: %w", id, err)
 	}
 	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
 		return nil, fmt.Errorf("image %s: manifest has %d layers but config has %d diff IDs", id, len(m.Layers), len(cfg.RootFS.DiffIDs))
@@ -57,7 +56,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	size := int64(len(rawManifest) + len(rawConfig))
 	for i, l := range m.Layers {
 		if _, err := digestHex(l.Digest.String()); err != nil {
-			return nil, errwrap.Wrapf(fmt.Sprintf("image %s layer %d: {{err}}", id, i), err)
+			return nil, fmt.Errorf("image %s layer %d: %w", id, i, err)
 		}
 		layers[i] = Layer{Digest: l.Digest.String(), DiffID: diffIDs[i], ChainID: chains[i], MediaType: string(l.MediaType), Size: l.Size}
 		size += l.Size
@@ -101,7 +100,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 		return tx.putImage(rec)
 	})
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot record image %s: {{err}}", id), err)
+		return nil, fmt.Errorf("cannot record image %s: %w", id, err)
 	}
 	return rec.image()
 }
@@ -168,15 +167,15 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 	}
 	h, err := v1.NewHash(l.Digest)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("invalid layer digest %q: {{err}}", l.Digest), err)
+		return fmt.Errorf("invalid layer digest %q: %w", l.Digest, err)
 	}
 	layer, err := img.LayerByDigest(h)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot get layer %s: {{err}}", l.Digest), err)
+		return fmt.Errorf("cannot get layer %s: %w", l.Digest, err)
 	}
 	rc, err := layer.Compressed()
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot download layer %s: {{err}}", l.Digest), err)
+		return fmt.Errorf("cannot download layer %s: %w", l.Digest, err)
 	}
 	defer rc.Close()
 	dw := newDiffIDWriter()

@@ -5,8 +5,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-
-	"github.com/hashicorp/errwrap"
 )
 
 // mountinfoEscaper escapes a path as /proc/self/mountinfo shows it.
@@ -18,7 +16,7 @@ var mountinfoEscaper = strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\01
 func (s *Store) mountedTrees() (map[string]bool, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot read mount table: {{err}}", err)
+		return nil, fmt.Errorf("cannot read mount table: %w", err)
 	}
 	re, err := regexp.Compile(regexp.QuoteMeta(mountinfoEscaper.Replace(s.treePath(""))) + `([0-9a-f]{64})`)
 	if err != nil {

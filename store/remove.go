@@ -3,8 +3,6 @@ package store
 import (
 	"fmt"
 	"os"
-
-	"github.com/hashicorp/errwrap"
 )
 
 // RemoveOptions tune RemoveImage.
@@ -33,7 +31,7 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 			return &InUseError{ID: rec.ID}
 		}
 		if err := tx.deleteImage(rec); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot remove image %s: {{err}}", rec.ID), err)
+			return fmt.Errorf("cannot remove image %s: %w", rec.ID, err)
 		}
 		removed = rec
 		keepBlobs, keepTrees, err = referenced(tx)
@@ -59,7 +57,7 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 		}
 		if h, err := digestHex(d); err == nil {
 			if err := os.Remove(s.blobPath(h)); err != nil && !os.IsNotExist(err) {
-				return img, errwrap.Wrapf(fmt.Sprintf("cannot remove blob %s: {{err}}", d), err)
+				return img, fmt.Errorf("cannot remove blob %s: %w", d, err)
 			}
 		}
 	}
@@ -126,14 +124,14 @@ func (s *Store) removeTreeDir(hex string) error {
 		if os.IsNotExist(err) {
 			return nil
 		}
-		return errwrap.Wrapf(fmt.Sprintf("cannot remove tree %s: {{err}}", hex), err)
+		return fmt.Errorf("cannot remove tree %s: %w", hex, err)
 	}
 	return removeTree(tmp)
 }
 
 func removeTree(p string) error {
 	if err := os.RemoveAll(p); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot remove %q: {{err}}", p), err)
+		return fmt.Errorf("cannot remove %q: %w", p, err)
 	}
 	return nil
 }

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/errwrap"
-
 	"github.com/rkt/rkt/pkg/fileperm"
 )
 
@@ -52,7 +50,7 @@ func Open(dataDir string) (*Store, error) {
 	}
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot open store in %q: {{err}}", dataDir), err)
+		return nil, fmt.Errorf("cannot open store in %q: %w", dataDir, err)
 	}
 	s := &Store{dir: filepath.Join(abs, casDir), dbTimeout: DefaultDBTimeout}
 	// The rkt group reads the index and the blobs (read-only CLI use);

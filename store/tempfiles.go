@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,12 +78,12 @@ func ownerGone(name string) (gone, known bool) {
 func (s *Store) newTempFile(kind string) (*os.File, error) {
 	f, err := os.CreateTemp(s.tmpPath(), tempPrefix(kind))
 	if err != nil {
-		return nil, errwrap.Wrapf("cannot create temporary file in store: {{err}}", err)
+		return nil, fmt.Errorf("cannot create temporary file in store: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, errwrap.Wrapf("cannot lock temporary file: {{err}}", err)
+		return nil, fmt.Errorf("cannot lock temporary file: %w", err)
 	}
 	return f, nil
 }
@@ -94,7 +93,7 @@ func (s *Store) newTempFile(kind string) (*os.File, error) {
 func (s *Store) newTempDir(kind string) (string, *os.File, error) {
 	dir, err := os.MkdirTemp(s.tmpPath(), tempPrefix(kind))
 	if err != nil {
-		return "", nil, errwrap.Wrapf("cannot create temporary directory in store: {{err}}", err)
+		return "", nil, fmt.Errorf("cannot create temporary directory in store: %w", err)
 	}
 	lock, err := os.Open(dir)
 	if err == nil {
@@ -104,7 +103,7 @@ func (s *Store) newTempDir(kind string) (string, *os.File, error) {
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, errwrap.Wrapf("cannot lock temporary directory: {{err}}", err)
+		return "", nil, fmt.Errorf("cannot lock temporary directory: %w", err)
 	}
 	return dir, lock, nil
 }
@@ -116,7 +115,7 @@ func (s *Store) cleanTemp() error {
 		return nil
 	}
 	if err != nil {
-		return errwrap.Wrapf("cannot list store temporary dir: {{err}}", err)
+		return fmt.Errorf("cannot list store temporary dir: %w", err)
 	}
 	for _, e := range entries {
 		if gone, known := ownerGone(e.Name()); known && !gone {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
@@ -36,7 +35,7 @@ func (s *Store) LayerPaths(ctx context.Context, img *Image) ([]string, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot unpack image %s: {{err}}", img.ID), err)
+		return nil, fmt.Errorf("cannot unpack image %s: %w", img.ID, err)
 	}
 	return paths, nil
 }
@@ -82,18 +81,18 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 		return "", err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", errwrap.Wrapf("cannot chmod tree: {{err}}", err)
+		return "", fmt.Errorf("cannot chmod tree: %w", err)
 	}
 	// Durable before visible: a power loss must not leave a renamed tree
 	// with empty files.
 	if err := unix.Syncfs(int(lock.Fd())); err != nil {
-		return "", errwrap.Wrapf("cannot sync tree: {{err}}", err)
+		return "", fmt.Errorf("cannot sync tree: %w", err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 			return p, nil // another process unpacked it first; ours is removed
 		}
-		return "", errwrap.Wrapf(fmt.Sprintf("cannot move tree of layer %s into place: {{err}}", l.Digest), err)
+		return "", fmt.Errorf("cannot move tree of layer %s into place: %w", l.Digest, err)
 	}
 	done = true
 	return p, nil
@@ -103,21 +102,21 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.WhiteoutMode) error {
 	f, err := s.OpenBlob(l.Digest)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("layer %s is missing from the store (fetch the image again): {{err}}", l.Digest), err)
+		return fmt.Errorf("layer %s is missing from the store (fetch the image again): %w", l.Digest, err)
 	}
 	defer f.Close()
 	zr, err := tarx.Decompress(&ctxReader{ctx: ctx, r: f})
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot read layer %s: {{err}}", l.Digest), err)
+		return fmt.Errorf("cannot read layer %s: %w", l.Digest, err)
 	}
 	defer zr.Close()
 	h := sha256.New()
 	tr := io.TeeReader(zr, h)
 	if err := tarx.Extract(tr, dir, tarx.Options{Whiteouts: mode}); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot unpack layer %s: {{err}}", l.Digest), err)
+		return fmt.Errorf("cannot unpack layer %s: %w", l.Digest, err)
 	}
 	if _, err := io.Copy(io.Discard, tr); err != nil { // tar padding after the end marker
-		return errwrap.Wrapf(fmt.Sprintf("cannot read layer %s: {{err}}", l.Digest), err)
+		return fmt.Errorf("cannot read layer %s: %w", l.Digest, err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != l.DiffID {
 		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
@@ -131,18 +130,18 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 // implementation of `rkt image render`.
 func (s *Store) RenderFlat(ctx context.Context, img *Image, dest string) error {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot create render directory %q: {{err}}", dest), err)
+		return fmt.Errorf("cannot create render directory %q: %w", dest, err)
 	}
 	entries, err := os.ReadDir(dest)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot read render directory %q: {{err}}", dest), err)
+		return fmt.Errorf("cannot read render directory %q: %w", dest, err)
 	}
 	if len(entries) > 0 {
 		return fmt.Errorf("cannot render image %s into %q: directory not empty", img.ID, dest)
 	}
 	for _, l := range img.Layers {
 		if err := s.unpackLayer(ctx, l, dest, tarx.WhiteoutApply); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot render image %s: {{err}}", img.ID), err)
+			return fmt.Errorf("cannot render image %s: %w", img.ID, err)
 		}
 	}
 	return nil

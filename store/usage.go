@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +44,7 @@ func (s *Store) Usage() (*Usage, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot measure store %q: {{err}}", s.dir), err)
+		return nil, fmt.Errorf("cannot measure store %q: %w", s.dir, err)
 	}
 	mp, err := mountpointOf(s.dir)
 	if err != nil {
@@ -59,13 +58,13 @@ func (s *Store) Usage() (*Usage, error) {
 func mountpointOf(p string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(p, &st); err != nil {
-		return "", errwrap.Wrapf(fmt.Sprintf("cannot stat %q: {{err}}", p), err)
+		return "", fmt.Errorf("cannot stat %q: %w", p, err)
 	}
 	for p != "/" {
 		parent := filepath.Dir(p)
 		var pst unix.Stat_t
 		if err := unix.Stat(parent, &pst); err != nil {
-			return "", errwrap.Wrapf(fmt.Sprintf("cannot stat %q: {{err}}", parent), err)
+			return "", fmt.Errorf("cannot stat %q: %w", parent, err)
 		}
 		if pst.Dev != st.Dev || pst.Ino == st.Ino {
 			return p, nil

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +17,7 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 	isLink := h.Typeflag == tar.TypeSymlink
 	if x.isRoot && !x.opts.NoSameOwner {
 		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
-			return errwrap.Wrapf("cannot chown: {{err}}", err)
+			return fmt.Errorf("cannot chown: %w", err)
 		}
 	}
 	for k, v := range h.PAXRecords {
@@ -34,13 +33,13 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 				// need root, user.* is not allowed on symlinks.
 				continue
 			}
-			return errwrap.Wrapf(fmt.Sprintf("cannot set xattr %q: {{err}}", attr), err)
+			return fmt.Errorf("cannot set xattr %q: %w", attr, err)
 		}
 	}
 	if !isLink {
 		// After chown, which clears setuid/setgid bits.
 		if err := unix.Fchmodat(unix.AT_FDCWD, target, uint32(h.Mode)&0o7777, 0); err != nil {
-			return errwrap.Wrapf("cannot chmod: {{err}}", err)
+			return fmt.Errorf("cannot chmod: %w", err)
 		}
 	}
 	if h.Typeflag == tar.TypeDir {
@@ -67,7 +66,7 @@ func (x *extractor) whiteout(parent, base string, h *tar.Header) error {
 			return x.clearLower(parent)
 		}
 		if err := unix.Lsetxattr(parent, opaqueXattr, []byte("y"), 0); err != nil {
-			return errwrap.Wrapf("cannot mark directory opaque: {{err}}", err)
+			return fmt.Errorf("cannot mark directory opaque: %w", err)
 		}
 		return nil
 	}
@@ -77,17 +76,17 @@ func (x *extractor) whiteout(parent, base string, h *tar.Header) error {
 	}
 	target := filepath.Join(parent, victim)
 	if err := os.RemoveAll(target); err != nil {
-		return errwrap.Wrapf("cannot apply whiteout: {{err}}", err)
+		return fmt.Errorf("cannot apply whiteout: %w", err)
 	}
 	if x.opts.Whiteouts == WhiteoutApply {
 		return nil
 	}
 	if err := unix.Mknod(target, unix.S_IFCHR|0o600, 0); err != nil {
-		return errwrap.Wrapf("cannot create overlay whiteout: {{err}}", err)
+		return fmt.Errorf("cannot create overlay whiteout: %w", err)
 	}
 	if x.isRoot && !x.opts.NoSameOwner {
 		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
-			return errwrap.Wrapf("cannot chown whiteout: {{err}}", err)
+			return fmt.Errorf("cannot chown whiteout: %w", err)
 		}
 	}
 	return nil
@@ -98,7 +97,7 @@ func (x *extractor) whiteout(parent, base string, h *tar.Header) error {
 func (x *extractor) clearLower(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return errwrap.Wrapf("cannot read opaque directory: {{err}}", err)
+		return fmt.Errorf("cannot read opaque directory: %w", err)
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
@@ -106,7 +105,7 @@ func (x *extractor) clearLower(dir string) error {
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {
-			return errwrap.Wrapf("cannot clear opaque directory: {{err}}", err)
+			return fmt.Errorf("cannot clear opaque directory: %w", err)
 		}
 	}
 	return nil

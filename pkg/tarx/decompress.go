@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hashicorp/errwrap"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -22,19 +21,19 @@ func Decompress(r io.Reader) (io.ReadCloser, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	head, err := br.Peek(4)
 	if err != nil && err != io.EOF {
-		return nil, errwrap.Wrapf("cannot read layer header: {{err}}", err)
+		return nil, fmt.Errorf("cannot read layer header: %w", err)
 	}
 	switch {
 	case bytes.HasPrefix(head, gzipMagic):
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, errwrap.Wrapf("corrupt gzip stream: {{err}}", err)
+			return nil, fmt.Errorf("corrupt gzip stream: %w", err)
 		}
 		return &wrapErr{r: zr, close: zr.Close, what: "gzip"}, nil
 	case bytes.HasPrefix(head, zstdMagic):
 		zr, err := zstd.NewReader(br)
 		if err != nil {
-			return nil, errwrap.Wrapf("corrupt zstd stream: {{err}}", err)
+			return nil, fmt.Errorf("corrupt zstd stream: %w", err)
 		}
 		return &wrapErr{r: zr, close: func() error { zr.Close(); return nil }, what: "zstd"}, nil
 	}

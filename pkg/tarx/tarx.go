@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	"github.com/hashicorp/errwrap"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,11 +75,11 @@ type extractor struct {
 func Extract(r io.Reader, dest string, opts Options) error {
 	root, err := filepath.Abs(dest)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot extract into %q: {{err}}", dest), err)
+		return fmt.Errorf("cannot extract into %q: %w", dest, err)
 	}
 	root, err = filepath.EvalSymlinks(root)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot extract into %q: {{err}}", dest), err)
+		return fmt.Errorf("cannot extract into %q: %w", dest, err)
 	}
 	x := &extractor{root: root, opts: opts, isRoot: os.Geteuid() == 0, created: map[string]bool{}, buf: make([]byte, 1<<20)}
 	tr := tar.NewReader(r)
@@ -90,19 +89,19 @@ func Extract(r io.Reader, dest string, opts Options) error {
 			break
 		}
 		if err != nil {
-			return errwrap.Wrapf("corrupt tar stream: {{err}}", err)
+			return fmt.Errorf("corrupt tar stream: %w", err)
 		}
 		if err := x.entry(tr, h); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("truncated tar stream in %q: %w", h.Name, err)
 			}
-			return errwrap.Wrapf(fmt.Sprintf("cannot extract %q: {{err}}", h.Name), err)
+			return fmt.Errorf("cannot extract %q: %w", h.Name, err)
 		}
 	}
 	// Directory times last (creating entries changed them), deepest first.
 	for i := len(x.dirs) - 1; i >= 0; i-- {
 		if err := setTimes(x.dirPaths[i], x.dirs[i]); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot set times of %q: {{err}}", x.dirs[i].Name), err)
+			return fmt.Errorf("cannot set times of %q: %w", x.dirs[i].Name, err)
 		}
 	}
 	return nil
@@ -254,13 +253,13 @@ func (x *extractor) hardlink(target string, h *tar.Header) error {
 	src := filepath.Join(lparent, lbase)
 	fi, err := os.Lstat(src)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("hardlink target %q: {{err}}", h.Linkname), err)
+		return fmt.Errorf("hardlink target %q: %w", h.Linkname, err)
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("hardlink target %q is a directory", h.Linkname)
 	}
 	if err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, target, 0); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot link to %q: {{err}}", h.Linkname), err)
+		return fmt.Errorf("cannot link to %q: %w", h.Linkname, err)
 	}
 	x.created[target] = true
 	return nil

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/hashicorp/errwrap"
 )
 
 // Sub-directories of a configuration directory that hold JSON files.
@@ -141,7 +140,7 @@ func jsonFiles(dir string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, errwrap.Wrapf(fmt.Sprintf("cannot read config directory %q: {{err}}", dir), err)
+		return nil, fmt.Errorf("cannot read config directory %q: %w", dir, err)
 	}
 	var out []string
 	for _, e := range entries {
@@ -157,11 +156,11 @@ func jsonFiles(dir string) ([]string, error) {
 func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot read config file %q: {{err}}", path), err)
+		return fmt.Errorf("cannot read config file %q: %w", path, err)
 	}
 	var h header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot parse config file %q: {{err}}", path), err)
+		return fmt.Errorf("cannot parse config file %q: %w", path, err)
 	}
 	if h.Version != "v1" {
 		return fmt.Errorf("config file %q: unsupported rktVersion %q for kind %q", path, h.Version, h.Kind)
@@ -170,7 +169,7 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 	case "dockerAuth":
 		var a dockerAuthV1
 		if err := json.Unmarshal(b, &a); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot parse dockerAuth file %q: {{err}}", path), err)
+			return fmt.Errorf("cannot parse dockerAuth file %q: %w", path, err)
 		}
 		if len(a.Registries) == 0 {
 			return fmt.Errorf("dockerAuth file %q: no registries", path)
@@ -189,7 +188,7 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 	case "registryMirror":
 		var m registryMirrorV1
 		if err := json.Unmarshal(b, &m); err != nil {
-			return errwrap.Wrapf(fmt.Sprintf("cannot parse registryMirror file %q: {{err}}", path), err)
+			return fmt.Errorf("cannot parse registryMirror file %q: %w", path, err)
 		}
 		if m.Registry == "" || len(m.Mirrors) == 0 {
 			return fmt.Errorf("registryMirror file %q: needs a registry and at least one mirror", path)
