@@ -57,10 +57,19 @@ func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.view != nil {
+		st, err := r.view.status(p.uuid)
+		if !errors.Is(err, ErrPodNotFound) {
+			return st, err
+		}
+	}
 	return r.podStatus(p)
 }
 
 func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
+	if r.view != nil {
+		return r.view.list()
+	}
 	pods, err := r.allPods()
 	if err != nil {
 		return nil, err
