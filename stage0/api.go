@@ -150,16 +150,23 @@ func (r *Runtime) Attach(ctx context.Context, uuid string, opts AttachOptions) e
 // UpdateAppResources changes the cgroup limits of a running app.
 func (r *Runtime) UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
 	defer r.changed(uuid)
+	if r.stats != nil {
+		if p, err := r.findPod(uuid); err == nil {
+			defer r.stats.forget(p.uuid) // the limits in force changed
+		}
+	}
 	return r.updateAppResources(ctx, uuid, app, res)
 }
 
-// AppStats returns resource usage of a running app.
+// AppStats returns the resource usage of a running app (with
+// Config.Watch, as read at most statsInterval ago).
 func (r *Runtime) AppStats(ctx context.Context, uuid, app string) (*AppStats, error) {
 	return r.appStats(ctx, uuid, app)
 }
 
 // PodStats returns the resource usage of a running pod: its cgroup's (all
-// apps together); MemoryLimit is the pod's limit (0: none).
+// apps together) and its network interfaces' (with Config.Watch, as read
+// at most statsInterval ago).
 func (r *Runtime) PodStats(ctx context.Context, uuid string) (*AppStats, error) {
 	return r.podStats(ctx, uuid)
 }

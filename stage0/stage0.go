@@ -34,7 +34,8 @@ type Config struct {
 	CgroupParent string            // default cgroup parent of pods; empty: DefaultCgroupParent
 	Debug        bool              // run stage1 with --debug
 	// Watch keeps the pods' state in memory (List, Status and AppSpec
-	// answer from it), kept coherent with the disk by inotify and pidfds:
+	// answer from it), kept coherent with the disk by inotify and pidfds,
+	// and their stats, refreshed every statsInterval in the background:
 	// for long-lived callers (the kubelet-service); Close releases it.
 	Watch bool
 	// Logf receives debug messages; nil discards them.
@@ -58,8 +59,10 @@ type ImageSource interface {
 
 // Runtime runs pods in one data directory.
 type Runtime struct {
-	cfg  Config
-	view *podView // nil unless Config.Watch
+	cfg     Config
+	view    *podView    // nil unless Config.Watch
+	stats   *statsCache // nil unless Config.Watch
+	unwatch func()      // ends what Config.Watch started
 }
 
 // New returns a Runtime for cfg, filling defaults.
@@ -94,6 +97,10 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, err
 		}
 		r.view = v
+		r.stats = &statsCache{m: map[string]*AppStats{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		r.unwatch = cancel
+		go r.statsLoop(ctx)
 	}
 	return r, nil
 }
@@ -101,6 +108,7 @@ func New(cfg Config) (*Runtime, error) {
 // Close stops what New started for Config.Watch.
 func (r *Runtime) Close() {
 	if r.view != nil {
+		r.unwatch()
 		r.view.close()
 	}
 }
