@@ -2,8 +2,8 @@ package kubeletsvc
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -91,20 +91,19 @@ func (c *criService) containerStats(ctx context.Context, ct *container) (*runtim
 	}
 	s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
 	if err != nil {
-		if isNotFound(err) {
+		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
 			return out, nil // exited meanwhile
 		}
 		return nil, fmt.Errorf("cannot read the stats of container %s: %w", ct.id, err)
 	}
-	cpu, mem := c.usage(ct.id, s)
-	out.Cpu, out.Memory = cpu, mem
-	u := dirUsage(filepath.Join(ct.sb.pod.Dir, schema.AppsDir, ct.app.App.Name, schema.AppUpperDir))
+	out.Cpu, out.Memory = c.usage(ct.id, s)
 	out.WritableLayer = &runtimeapi.FilesystemUsage{
 		Timestamp:  s.Timestamp.UnixNano(),
-		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: u.mountpoint},
-		UsedBytes:  &runtimeapi.UInt64Value{Value: u.bytes},
-		InodesUsed: &runtimeapi.UInt64Value{Value: u.inodes},
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.WritableLayer.Mountpoint},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: s.WritableLayer.Bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: s.WritableLayer.Inodes},
 	}
+	out.Swap = &runtimeapi.SwapUsage{Timestamp: s.Timestamp.UnixNano(), SwapUsageBytes: &runtimeapi.UInt64Value{Value: s.MemorySwap}}
 	return out, nil
 }
 
@@ -120,8 +119,11 @@ func (c *criService) usage(key string, s *stage0.AppStats) (*runtimeapi.CpuUsage
 		Timestamp:       ts,
 		WorkingSetBytes: &runtimeapi.UInt64Value{Value: s.MemoryWorkingSet},
 		UsageBytes:      &runtimeapi.UInt64Value{Value: s.MemoryUsage},
+		RssBytes:        &runtimeapi.UInt64Value{Value: s.MemoryRSS},
+		PageFaults:      &runtimeapi.UInt64Value{Value: s.MemoryPgFault},
+		MajorPageFaults: &runtimeapi.UInt64Value{Value: s.MemoryPgMajFault},
 	}
-	if s.MemoryLimit > 0 && s.MemoryLimit > s.MemoryWorkingSet {
+	if s.MemoryLimit > 0 && s.MemoryLimit < unlimited && s.MemoryLimit > s.MemoryWorkingSet {
 		mem.AvailableBytes = &runtimeapi.UInt64Value{Value: s.MemoryLimit - s.MemoryWorkingSet}
 	}
 	return cpu, mem
@@ -137,21 +139,27 @@ type cpuSampler struct {
 type cpuSample struct {
 	at    time.Time
 	usage uint64
+	rate  uint64 // since the sample before
 }
 
 func newCPUSampler() *cpuSampler { return &cpuSampler{last: map[string]cpuSample{}} }
 
 // rate records a sample and returns the usage rate since the previous one
-// (0 for the first).
+// (0 for the first); the same sample again (stats are cached between
+// refreshes) gives the same rate.
 func (s *cpuSampler) rate(key string, at time.Time, usage uint64) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, ok := s.last[key]
-	s.last[key] = cpuSample{at, usage}
-	if !ok || !at.After(prev.at) || usage < prev.usage {
-		return 0
+	if ok && at.Equal(prev.at) {
+		return prev.rate
 	}
-	return uint64(float64(usage-prev.usage) / at.Sub(prev.at).Seconds())
+	cur := cpuSample{at: at, usage: usage}
+	if ok && at.After(prev.at) && usage >= prev.usage {
+		cur.rate = uint64(float64(usage-prev.usage) / at.Sub(prev.at).Seconds())
+	}
+	s.last[key] = cur
+	return cur.rate
 }
 
 func (s *cpuSampler) forget(key string) {

@@ -6,7 +6,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
+	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -36,8 +36,8 @@ func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.Containe
 	if st.Resources != nil && ct.app.State == schema.AppRunning && ct.app.Pid > 0 {
 		// the limits in force, which UpdateContainerResources may have
 		// changed since the spec was written
-		if cg, err := cgstats.ReadPid(ct.app.Pid); err == nil {
-			liveResources(st.Resources.Linux, cg)
+		if s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name); err == nil {
+			liveResources(st.Resources.Linux, &s.Stats)
 		}
 	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}

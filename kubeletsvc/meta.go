@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -74,10 +76,15 @@ func sandboxConfigOf(annos map[string]string) (*runtimeapi.PodSandboxConfig, err
 	if annos[annoKind] != kindSandbox {
 		return nil, nil
 	}
+	raw := annos[annoConfig]
+	if m, ok := decoded.get(raw); ok {
+		return m.(*runtimeapi.PodSandboxConfig), nil
+	}
 	cfg := &runtimeapi.PodSandboxConfig{}
-	if err := protojson.Unmarshal([]byte(annos[annoConfig]), cfg); err != nil {
+	if err := protojson.Unmarshal([]byte(raw), cfg); err != nil {
 		return nil, fmt.Errorf("cannot decode the sandbox config annotation: %w", err)
 	}
+	decoded.put(raw, cfg)
 	return cfg, nil
 }
 
@@ -106,11 +113,57 @@ func containerConfigOf(annos map[string]string) (*runtimeapi.ContainerConfig, er
 	if annos[annoKind] != kindContainer {
 		return nil, nil
 	}
+	raw := annos[annoConfig]
+	if m, ok := decoded.get(raw); ok {
+		return m.(*runtimeapi.ContainerConfig), nil
+	}
 	cfg := &runtimeapi.ContainerConfig{}
-	if err := protojson.Unmarshal([]byte(annos[annoConfig]), cfg); err != nil {
+	if err := protojson.Unmarshal([]byte(raw), cfg); err != nil {
 		return nil, fmt.Errorf("cannot decode the container config annotation: %w", err)
 	}
+	decoded.put(raw, cfg)
 	return cfg, nil
+}
+
+// decoded memoizes the decoding of config annotations, keyed by their
+// text: every List* call meets the configs of every pod and app, and
+// decoding them all (protojson) cost more than the rest of the call. The
+// decoded configs are shared: read-only.
+var decoded = &decodeMemo{cur: map[string]proto.Message{}}
+
+// decodeMemo is a two-generation cache: what is not used for a whole
+// generation (decodeMemoSize insertions) is dropped.
+type decodeMemo struct {
+	mu        sync.Mutex
+	cur, prev map[string]proto.Message
+}
+
+const decodeMemoSize = 4096
+
+func (d *decodeMemo) get(raw string) (proto.Message, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m, ok := d.cur[raw]; ok {
+		return m, true
+	}
+	if m, ok := d.prev[raw]; ok {
+		d.putLocked(raw, m)
+		return m, true
+	}
+	return nil, false
+}
+
+func (d *decodeMemo) put(raw string, m proto.Message) {
+	d.mu.Lock()
+	d.putLocked(raw, m)
+	d.mu.Unlock()
+}
+
+func (d *decodeMemo) putLocked(raw string, m proto.Message) {
+	if len(d.cur) >= decodeMemoSize {
+		d.prev, d.cur = d.cur, map[string]proto.Message{}
+	}
+	d.cur[raw] = m
 }
 
 // sandboxKey is the name a sandbox reserves (name_namespace_uid_attempt).

@@ -2,17 +2,16 @@ package kubeletsvc
 
 import (
 	"context"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
+	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
 )
 
 // The CRI metrics are the cadvisor metrics the kubelet exports, computed
@@ -43,8 +42,7 @@ type ctrMetrics struct {
 	fsUsed  uint64 // bytes in the writable layer
 	fsStat  *syscall.Statfs_t
 	fsDev   string
-	net     *runtimeapi.NetworkUsage
-	netDev  map[string][4]uint64 // interface -> rx packets, rx dropped, tx packets, tx dropped
+	net     []stage0.InterfaceStats // the pod's
 }
 
 func one(v uint64) []sample { return []sample{{value: v}} }
@@ -121,14 +119,14 @@ var metricDefs = []metricDef{
 		}
 		return out
 	}},
-	{"container_network_receive_bytes_total", "Cumulative count of bytes received.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetRxBytes().GetValue() })},
-	{"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetRxErrors().GetValue() })},
-	{"container_network_receive_packets_total", "Cumulative count of packets received.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[0] })},
-	{"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[1] })},
-	{"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetTxBytes().GetValue() })},
-	{"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting.", false, []string{"interface"}, netStat(func(i *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return i.GetTxErrors().GetValue() })},
-	{"container_network_transmit_packets_total", "Cumulative count of packets transmitted.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[2] })},
-	{"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting.", false, []string{"interface"}, netStat(func(_ *runtimeapi.NetworkInterfaceUsage, d [4]uint64) uint64 { return d[3] })},
+	{"container_network_receive_bytes_total", "Cumulative count of bytes received.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.RxBytes })},
+	{"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.RxErrors })},
+	{"container_network_receive_packets_total", "Cumulative count of packets received.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.RxPackets })},
+	{"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.RxDropped })},
+	{"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.TxBytes })},
+	{"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.TxErrors })},
+	{"container_network_transmit_packets_total", "Cumulative count of packets transmitted.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.TxPackets })},
+	{"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting.", false, []string{"interface"}, netStat(func(i *stage0.InterfaceStats) uint64 { return i.TxDropped })},
 }
 
 func blkio(bytes bool, op string) func(m *ctrMetrics) []sample {
@@ -145,14 +143,11 @@ func blkio(bytes bool, op string) func(m *ctrMetrics) []sample {
 	}
 }
 
-func netStat(f func(*runtimeapi.NetworkInterfaceUsage, [4]uint64) uint64) func(m *ctrMetrics) []sample {
+func netStat(f func(*stage0.InterfaceStats) uint64) func(m *ctrMetrics) []sample {
 	return func(m *ctrMetrics) []sample {
-		if m.net == nil {
-			return nil
-		}
 		var out []sample
-		for _, i := range m.net.Interfaces {
-			out = append(out, sample{[]string{i.Name}, f(i, m.netDev[i.Name])})
+		for i := range m.net {
+			out = append(out, sample{[]string{m.net[i].Name}, f(&m.net[i])})
 		}
 		return out
 	}
@@ -190,7 +185,7 @@ func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.Li
 			if ct.app.State != schema.AppRunning {
 				continue
 			}
-			ms, err := c.containerMetrics(ct)
+			ms, err := c.containerMetrics(ctx, ct)
 			if err != nil {
 				c.log.Debug("no metrics for container", "container", ct.id, "error", err)
 				continue
@@ -203,22 +198,15 @@ func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.Li
 }
 
 // containerMetrics computes every metric of a running container.
-func (c *criService) containerMetrics(ct *container) ([]*runtimeapi.Metric, error) {
-	if ct.app.Pid <= 0 {
-		return nil, invalidf("app %s has no process", ct.app.App.Name)
-	}
-	// the cgroups of its process, whichever driver placed it
-	cg, err := cgstats.ReadPid(ct.app.Pid)
+func (c *criService) containerMetrics(ctx context.Context, ct *container) ([]*runtimeapi.Metric, error) {
+	s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
 	if err != nil {
 		return nil, err
 	}
-	m := &ctrMetrics{cg: cg, started: ct.app.StartedAt}
-	appDir := filepath.Join(ct.sb.pod.Dir, schema.AppsDir, ct.app.App.Name)
-	u := dirUsage(filepath.Join(appDir, schema.AppUpperDir))
-	m.fsUsed, m.fsStat, m.fsDev = u.bytes, u.statfs, u.device
-	if ct.app.Pid > 0 && ct.sb.pod.Manifest.Net != "host" {
-		m.net = networkUsage(ct.app.Pid)
-		m.netDev = netDevPackets(ct.app.Pid)
+	u := s.WritableLayer
+	m := &ctrMetrics{cg: &s.Stats, started: ct.app.StartedAt, fsUsed: u.Bytes, fsStat: u.Statfs, fsDev: u.Device}
+	if ps, err := c.rt.PodStats(ctx, ct.sb.ID()); err == nil {
+		m.net = ps.Networks
 	}
 	ts := time.Now().UnixNano()
 	sb := ct.sb.cfg.GetMetadata()
@@ -249,11 +237,4 @@ func lessStrings(a, b []string) bool {
 		}
 	}
 	return len(a) < len(b)
-}
-
-// deviceName returns "major:minor" of a device number.
-func deviceName(dev uint64) string {
-	major := (dev >> 8) & 0xfff
-	minor := (dev & 0xff) | ((dev >> 12) & 0xfff00)
-	return strconv.FormatUint(major, 10) + ":" + strconv.FormatUint(minor, 10)
 }

@@ -1,19 +1,16 @@
 package kubeletsvc
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
 )
 
 // PodSandboxStats returns the resource usage of a sandbox and its
@@ -100,13 +97,16 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.
 	}
 	ps, err := c.rt.PodStats(ctx, s.ID())
 	if err != nil {
-		if isNotFound(err) {
+		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
 			return out, nil
 		}
 		return nil, fmt.Errorf("cannot read the stats of pod sandbox %s: %w", s.ID(), err)
 	}
 	out.Linux.Cpu, out.Linux.Memory = c.usage(s.ID(), ps)
-	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Pids}}
+	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
+	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		out.Linux.Network = networkUsage(ps)
+	}
 	ctrs, err := s.containers()
 	if err != nil {
 		return nil, err
@@ -117,62 +117,21 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.
 			return nil, err
 		}
 		out.Linux.Containers = append(out.Linux.Containers, cs)
-		if out.Linux.Network == nil && ct.app.State == schema.AppRunning && ct.app.Pid > 0 &&
-			s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
-			out.Linux.Network = networkUsage(ct.app.Pid)
-		}
 	}
 	return out, nil
 }
 
-// netDevPackets reads the packet counters of the network namespace of pid:
-// interface -> rx packets, rx dropped, tx packets, tx dropped.
-func netDevPackets(pid int) map[string][4]uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
-	if err != nil {
+// networkUsage converts a pod's interface counters to the CRI's; nil
+// when the pod has none (no app runs, or the host's network).
+func networkUsage(ps *stage0.AppStats) *runtimeapi.NetworkUsage {
+	if len(ps.Networks) == 0 {
 		return nil
 	}
-	out := map[string][4]uint64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		fl := strings.Fields(rest)
-		if !ok || len(fl) < 16 {
-			continue
-		}
-		var v [4]uint64
-		for i, f := range []int{1, 3, 9, 11} {
-			v[i], _ = strconv.ParseUint(fl[f], 10, 64)
-		}
-		out[strings.TrimSpace(name)] = v
-	}
-	return out
-}
-
-// networkUsage reads the interface counters of the network namespace of
-// pid from /proc/<pid>/net/dev (loopback excluded).
-func networkUsage(pid int) *runtimeapi.NetworkUsage {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/net/dev", pid))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	nu := &runtimeapi.NetworkUsage{Timestamp: time.Now().UnixNano()}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		name = strings.TrimSpace(name)
-		fl := strings.Fields(rest)
-		if name == "lo" || len(fl) < 16 {
-			continue
-		}
-		n := func(i int) *runtimeapi.UInt64Value {
-			v, _ := strconv.ParseUint(fl[i], 10, 64)
-			return &runtimeapi.UInt64Value{Value: v}
-		}
-		iface := &runtimeapi.NetworkInterfaceUsage{Name: name, RxBytes: n(0), RxErrors: n(2), TxBytes: n(8), TxErrors: n(10)}
+	nu := &runtimeapi.NetworkUsage{Timestamp: ps.Timestamp.UnixNano()}
+	for _, n := range ps.Networks {
+		iface := &runtimeapi.NetworkInterfaceUsage{Name: n.Name,
+			RxBytes: &runtimeapi.UInt64Value{Value: n.RxBytes}, RxErrors: &runtimeapi.UInt64Value{Value: n.RxErrors},
+			TxBytes: &runtimeapi.UInt64Value{Value: n.TxBytes}, TxErrors: &runtimeapi.UInt64Value{Value: n.TxErrors}}
 		nu.Interfaces = append(nu.Interfaces, iface)
 		if nu.DefaultInterface == nil {
 			nu.DefaultInterface = iface

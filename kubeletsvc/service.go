@@ -49,6 +49,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		Store:        st,
 		Net:          netCfg,
 		CgroupParent: cfg.CgroupParent,
+		Watch:        true, // List*/Status* from memory
 		Debug:        logger.Enabled(context.Background(), slog.LevelDebug),
 		Logf:         func(format string, args ...any) { logger.Debug("stage0: " + fmt.Sprintf(format, args...)) },
 	})

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/rkt/rkt/kubeletsvc/internal/cgstats"
+	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/stage0"
 )
 

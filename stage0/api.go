@@ -13,57 +13,70 @@ import (
 
 // Prepare writes a pod with its apps into pods/prepared and returns its UUID.
 func (r *Runtime) Prepare(ctx context.Context, opts PrepareOptions) (string, error) {
-	return r.prepare(ctx, opts)
+	uuid, err := r.prepare(ctx, opts)
+	r.changed(uuid)
+	return uuid, err
 }
 
 // RunPrepared starts a prepared pod (mode run: every app starts, the pod
 // exits when all apps have exited). It returns once stage1 is ready.
 func (r *Runtime) RunPrepared(ctx context.Context, uuid string) error {
+	defer r.changed(uuid)
 	return r.runPrepared(ctx, uuid, modeRun)
 }
 
 // Run prepares and starts a pod; it returns the UUID once stage1 is ready.
 func (r *Runtime) Run(ctx context.Context, opts PrepareOptions) (string, error) {
-	return r.run(ctx, opts)
+	uuid, err := r.run(ctx, opts)
+	r.changed(uuid)
+	return uuid, err
 }
 
 // Sandbox starts a pod without apps (mode sandbox: it lives until stopped),
 // with its network set up; apps are added with AddApp.
 func (r *Runtime) Sandbox(ctx context.Context, opts PodOptions) (string, error) {
-	return r.sandbox(ctx, opts)
+	uuid, err := r.sandbox(ctx, opts)
+	r.changed(uuid)
+	return uuid, err
 }
 
 // AddApp creates an app in a running sandbox pod (not started).
 func (r *Runtime) AddApp(ctx context.Context, uuid string, opts AppOptions) (string, error) {
+	defer r.changed(uuid)
 	return r.addApp(ctx, uuid, opts)
 }
 
 // StartApp starts a created app of a running pod.
 func (r *Runtime) StartApp(ctx context.Context, uuid, app string) error {
+	defer r.changed(uuid)
 	return r.startApp(ctx, uuid, app)
 }
 
 // StopApp stops a running app: SIGTERM, SIGKILL after opts.Timeout. Stopping
 // an app that is not running succeeds.
 func (r *Runtime) StopApp(ctx context.Context, uuid, app string, opts StopOptions) error {
+	defer r.changed(uuid)
 	return r.stopApp(ctx, uuid, app, opts)
 }
 
 // RemoveApp removes a stopped (or stops a running) app from a pod: its
 // container, rootfs mount and directory.
 func (r *Runtime) RemoveApp(ctx context.Context, uuid, app string) error {
+	defer r.changed(uuid)
 	return r.removeApp(ctx, uuid, app)
 }
 
 // Stop stops a running pod (its apps, then stage1) and releases its
 // resources (network, mounts, cgroups). Stopping a stopped pod succeeds.
 func (r *Runtime) Stop(ctx context.Context, uuid string, opts StopOptions) error {
+	defer r.changed(uuid)
 	return r.stop(ctx, uuid, opts)
 }
 
 // Remove deletes a pod that is not running (prepared, exited or garbage)
 // after releasing its resources; with force a running pod is stopped first.
 func (r *Runtime) Remove(ctx context.Context, uuid string, force bool) error {
+	defer r.changed(uuid)
 	return r.remove(ctx, uuid, force)
 }
 
@@ -74,6 +87,9 @@ func (r *Runtime) Remove(ctx context.Context, uuid string, force bool) error {
 // only the last three. Pods being created, run or changed (locked) are
 // left alone.
 func (r *Runtime) GC(ctx context.Context, opts GCOptions) (*GCResult, error) {
+	if r.view != nil {
+		defer r.view.changedAll()
+	}
 	return r.gc(ctx, opts)
 }
 
@@ -133,16 +149,24 @@ func (r *Runtime) Attach(ctx context.Context, uuid string, opts AttachOptions) e
 
 // UpdateAppResources changes the cgroup limits of a running app.
 func (r *Runtime) UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
+	defer r.changed(uuid)
+	if r.stats != nil {
+		if p, err := r.findPod(uuid); err == nil {
+			defer r.stats.forget(p.uuid) // the limits in force changed
+		}
+	}
 	return r.updateAppResources(ctx, uuid, app, res)
 }
 
-// AppStats returns resource usage of a running app.
+// AppStats returns the resource usage of a running app (with
+// Config.Watch, as read at most statsInterval ago).
 func (r *Runtime) AppStats(ctx context.Context, uuid, app string) (*AppStats, error) {
 	return r.appStats(ctx, uuid, app)
 }
 
 // PodStats returns the resource usage of a running pod: its cgroup's (all
-// apps together); MemoryLimit is the pod's limit (0: none).
+// apps together) and its network interfaces' (with Config.Watch, as read
+// at most statsInterval ago).
 func (r *Runtime) PodStats(ctx context.Context, uuid string) (*AppStats, error) {
 	return r.podStats(ctx, uuid)
 }

@@ -200,7 +200,16 @@ func (r *Runtime) appSpec(uuid, app string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if app, err = findApp(p, app); err != nil {
+	if r.view != nil {
+		return r.view.appSpec(p.uuid, app, func() (*specs.Spec, error) { return readAppSpec(p, app) })
+	}
+	return readAppSpec(p, app)
+}
+
+// readAppSpec reads the runtime spec of an app from its directory.
+func readAppSpec(p *pod, app string) (*specs.Spec, error) {
+	app, err := findApp(p, app)
+	if err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(p.appDir(app), schema.AppSpecFile))

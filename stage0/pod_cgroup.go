@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -52,38 +50,4 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 		return fmt.Errorf("cannot set the limits of pod %s: %w", pm.UUID, err)
 	}
 	return nil
-}
-
-// podCgroupStats reads the usage of the whole pod cgroup (every app, and
-// processes exec'd into them).
-func podCgroupStats(pm *schema.PodManifest) (*AppStats, error) {
-	path := filepath.Join("/", pm.CgroupParent, pm.UUID)
-	mgr, err := manager.New(&cgroups.Cgroup{Path: path, Resources: &cgroups.Resources{}})
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the cgroup of pod %s: %w", pm.UUID, err)
-	}
-	if !mgr.Exists() {
-		return &AppStats{Timestamp: time.Now()}, nil // no app has run yet
-	}
-	st, err := mgr.GetStats()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the cgroup stats of pod %s: %w", pm.UUID, err)
-	}
-	out := &AppStats{
-		Timestamp:     time.Now(),
-		CPUUsageNanos: st.CpuStats.CpuUsage.TotalUsage,
-		MemoryUsage:   st.MemoryStats.Usage.Usage,
-		Pids:          st.PidsStats.Current,
-	}
-	if l := st.MemoryStats.Usage.Limit; l < 1<<62 {
-		out.MemoryLimit = l
-	}
-	inactive := st.MemoryStats.Stats["total_inactive_file"]
-	if v, ok := st.MemoryStats.Stats["inactive_file"]; ok && inactive == 0 {
-		inactive = v
-	}
-	if out.MemoryUsage > inactive {
-		out.MemoryWorkingSet = out.MemoryUsage - inactive
-	}
-	return out, nil
 }

@@ -53,14 +53,33 @@ func hasRunningApps(p *pod) bool {
 }
 
 func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
+	if r.view != nil {
+		// known to the view: its entry is current (or read again), no
+		// need to look for the pod on disk
+		if full, err := r.view.resolve(uuid); err == nil && full != "" {
+			st, err := r.view.status(full)
+			if !errors.Is(err, ErrPodNotFound) {
+				return st, err
+			}
+		}
+	}
 	p, err := r.findPod(uuid)
 	if err != nil {
 		return nil, err
+	}
+	if r.view != nil {
+		st, err := r.view.status(p.uuid)
+		if !errors.Is(err, ErrPodNotFound) {
+			return st, err
+		}
 	}
 	return r.podStatus(p)
 }
 
 func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
+	if r.view != nil {
+		return r.view.list()
+	}
 	pods, err := r.allPods()
 	if err != nil {
 		return nil, err

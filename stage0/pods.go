@@ -105,6 +105,15 @@ func (r *Runtime) findPod(prefix string) (*pod, error) {
 	if prefix == "" {
 		return nil, fmt.Errorf("empty pod UUID: %w", ErrInvalid)
 	}
+	if r.view != nil {
+		// the view knows the UUIDs; where the pod is now, the disk says.
+		// Not known, or ambiguous (one may be gone): scan the disk.
+		if uuid, err := r.view.resolve(prefix); err == nil && uuid != "" {
+			if p := r.locate(uuid); p != nil {
+				return p, nil
+			}
+		}
+	}
 	// Retry: a pod renamed between two ReadDirs can be missed once.
 	for attempt := 0; attempt < 3; attempt++ {
 		pods, err := r.allPods()

@@ -33,6 +33,11 @@ type Config struct {
 	Net          networking.Config // CNI configuration; Net.DataDir defaults to DataDir
 	CgroupParent string            // default cgroup parent of pods; empty: DefaultCgroupParent
 	Debug        bool              // run stage1 with --debug
+	// Watch keeps the pods' state in memory (List, Status and AppSpec
+	// answer from it), kept coherent with the disk by inotify and pidfds,
+	// and their stats, refreshed every statsInterval in the background:
+	// for long-lived callers (the kubelet-service); Close releases it.
+	Watch bool
 	// Logf receives debug messages; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -54,7 +59,10 @@ type ImageSource interface {
 
 // Runtime runs pods in one data directory.
 type Runtime struct {
-	cfg Config
+	cfg     Config
+	view    *podView    // nil unless Config.Watch
+	stats   *statsCache // nil unless Config.Watch
+	unwatch func()      // ends what Config.Watch started
 }
 
 // New returns a Runtime for cfg, filling defaults.
@@ -82,7 +90,35 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Runtime{cfg: cfg}, nil
+	r := &Runtime{cfg: cfg}
+	if cfg.Watch {
+		v, err := newPodView(r)
+		if err != nil {
+			return nil, err
+		}
+		r.view = v
+		r.stats = &statsCache{m: map[string]*AppStats{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		r.unwatch = cancel
+		go r.statsLoop(ctx)
+	}
+	return r, nil
+}
+
+// Close stops what New started for Config.Watch.
+func (r *Runtime) Close() {
+	if r.view != nil {
+		r.unwatch()
+		r.view.close()
+	}
+}
+
+// changed tells the view that a call changed the pods a UUID (prefix)
+// names.
+func (r *Runtime) changed(uuid string) {
+	if r.view != nil {
+		r.view.changed(uuid)
+	}
 }
 
 // Config returns the runtime's configuration with defaults filled in.

@@ -55,13 +55,3 @@ type NetworkStatus struct {
 	IPs       []string // CIDR notation, e.g. 172.16.28.2/24
 	Gateway   string
 }
-
-// AppStats are resource usage figures of one app.
-type AppStats struct {
-	Timestamp        time.Time
-	CPUUsageNanos    uint64 // cumulative CPU time
-	MemoryUsage      uint64 // bytes, including cache
-	MemoryWorkingSet uint64 // bytes, usage minus inactive file cache
-	MemoryLimit      uint64 // bytes (0: unlimited)
-	Pids             uint64
-}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/pkg/schema"
-	"github.com/rkt/rkt/stage1/control"
 )
 
 // manifestApp re-reads the pod manifest (stage0 rewrites it when it adds
@@ -130,44 +129,3 @@ func (sv *supervisor) reopenLog(name string) error {
 }
 
 // stats reads the running app's cgroup usage through libcontainer.
-func (a *app) stats() (*control.Stats, error) {
-	a.mu.Lock()
-	ctr := a.container
-	running := a.running()
-	a.mu.Unlock()
-	if !running {
-		return nil, errNotRunning(a.name)
-	}
-	s, err := ctr.Stats()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read stats of app %q: %w", a.name, err)
-	}
-	out := &control.Stats{Timestamp: time.Now()}
-	cs := s.CgroupStats
-	if cs == nil {
-		return out, nil
-	}
-	out.CPUUsageNanos = cs.CpuStats.CpuUsage.TotalUsage
-	mem := cs.MemoryStats
-	out.MemoryUsage = mem.Usage.Usage
-	out.MemoryLimit = mem.Usage.Limit
-	inactive := firstStat(mem.Stats, "total_inactive_file", "inactive_file")
-	if inactive < out.MemoryUsage {
-		out.MemoryWorkingSet = out.MemoryUsage - inactive
-	}
-	out.MemoryRSS = firstStat(mem.Stats, "total_rss", "anon")
-	out.MemoryPageFaults = firstStat(mem.Stats, "total_pgfault", "pgfault")
-	out.MemoryMajorFaults = firstStat(mem.Stats, "total_pgmajfault", "pgmajfault")
-	out.Pids = cs.PidsStats.Current
-	out.PidsLimit = cs.PidsStats.Limit
-	return out, nil
-}
-
-func firstStat(m map[string]uint64, keys ...string) uint64 {
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			return v
-		}
-	}
-	return 0
-}

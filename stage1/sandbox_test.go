@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -79,14 +80,23 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Error("exec of a missing binary succeeded")
 	}
 
-	stats, err := c.Stats(ctx(t), "web")
-	if err != nil || stats.Pids < 1 || stats.MemoryUsage == 0 || stats.CPUUsageNanos == 0 {
+	// stats are read by stage0 (pkg/cgstats) from the cgroup stage1 made
+	webPid := 0
+	if sts, err := c.Status(ctx(t)); err == nil {
+		for _, st := range sts {
+			if st.Name == "web" {
+				webPid = st.Pid
+			}
+		}
+	}
+	stats, err := cgstats.ReadPid(webPid)
+	if err != nil || stats.Processes < 1 || stats.MemoryUsage == 0 || stats.CPUUsageNanos == 0 {
 		t.Errorf("stats: %v %+v", err, stats)
 	}
 	limit := int64(64 << 20)
 	if err := c.UpdateResources(ctx(t), "web", &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &limit}}); err != nil {
 		t.Errorf("update resources: %v", err)
-	} else if stats, err := c.Stats(ctx(t), "web"); err != nil || stats.MemoryLimit != uint64(limit) {
+	} else if stats, err := cgstats.ReadPid(webPid); err != nil || stats.MemoryLimit != uint64(limit) {
 		t.Errorf("limit after update: %v %+v", err, stats)
 	}
 

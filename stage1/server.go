@@ -130,14 +130,6 @@ func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) err
 			return err
 		}
 		return a.updateResources(req.Resources)
-	case control.OpStats:
-		a, err := sv.lookup(req.App)
-		if err != nil {
-			return err
-		}
-		st, err := a.stats()
-		resp.Stats = st
-		return err
 	}
 	return errInvalid("unknown operation %q", req.Op)
 }

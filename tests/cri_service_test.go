@@ -170,7 +170,8 @@ func writeCRINetwork(t testing.TB, dir string) {
 	rand.Read(rnd[:])
 	n := binary.BigEndian.Uint16(rnd[:])
 	bridge := fmt.Sprintf("rktcri%04x", n)
-	subnet := fmt.Sprintf("10.%d.%d.0/24", 200+int(n>>8)%50, n&0xff)
+	// a /22: room for BenchmarkCRIScale's 500 pods
+	subnet := fmt.Sprintf("10.%d.%d.0/22", 200+int(n>>8)%50, n&0xfc)
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "rkt-cri-test",

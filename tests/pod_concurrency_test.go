@@ -160,10 +160,10 @@ func TestPodAppIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := rt.AppStats(ctx, uuid, "app")
-	if err != nil || st.MemoryUsage == 0 || st.Pids == 0 {
+	if err != nil || st.MemoryUsage == 0 || st.Processes == 0 {
 		t.Errorf("app stats: %+v %v", st, err)
 	}
-	if ps, err := rt.PodStats(ctx, uuid); err != nil || ps.MemoryUsage == 0 || ps.Pids == 0 || ps.CPUUsageNanos == 0 {
+	if ps, err := rt.PodStats(ctx, uuid); err != nil || ps.MemoryUsage == 0 || ps.Processes == 0 || ps.CPUUsageNanos == 0 {
 		t.Errorf("pod stats: %+v %v", ps, err)
 	}
 	limit := int64(200 << 20)

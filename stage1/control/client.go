@@ -173,18 +173,6 @@ func (c *Client) UpdateResources(ctx context.Context, name string, res *specs.Li
 	return err
 }
 
-// Stats returns a running app's resource usage.
-func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
-	resp, err := c.call(ctx, &Request{Op: OpStats, App: name})
-	if err != nil {
-		return nil, err
-	}
-	if resp.Stats == nil {
-		return nil, fmt.Errorf("stage1 returned no stats for %q", name)
-	}
-	return resp.Stats, nil
-}
-
 // Shutdown stops every app (SIGTERM, SIGKILL after timeout), cleans up and
 // makes the supervisor exit. It returns once the apps are gone; the process
 // exits right after.

@@ -18,7 +18,6 @@ const (
 	OpStatus   = "status"
 	OpReopen   = "reopen-log"
 	OpUpdate   = "update-resources"
-	OpStats    = "stats"
 	OpExec     = "exec"
 	OpAttach   = "attach"
 	OpShutdown = "shutdown"
@@ -81,21 +80,6 @@ type Response struct {
 	// client wraps it so that errors.Is(err, syscall.ENOSPC) holds.
 	Errno  syscall.Errno      `json:"errno,omitempty"`
 	Status []schema.AppStatus `json:"status,omitempty"`
-	Stats  *Stats             `json:"stats,omitempty"`
-}
-
-// Stats are an app's resource usage, read from its cgroup by libcontainer.
-type Stats struct {
-	Timestamp         time.Time `json:"timestamp"`
-	CPUUsageNanos     uint64    `json:"cpuUsageNanos"`
-	MemoryUsage       uint64    `json:"memoryUsage"`
-	MemoryWorkingSet  uint64    `json:"memoryWorkingSet"` // usage minus inactive file cache
-	MemoryLimit       uint64    `json:"memoryLimit"`
-	MemoryRSS         uint64    `json:"memoryRSS"`
-	MemoryPageFaults  uint64    `json:"memoryPageFaults"`
-	MemoryMajorFaults uint64    `json:"memoryMajorFaults"`
-	Pids              uint64    `json:"pids"`
-	PidsLimit         uint64    `json:"pidsLimit,omitempty"`
 }
 
 // TermSize is a terminal size for FrameResize.

@@ -1,4 +1,4 @@
-package kubeletsvc
+package stage0
 
 import (
 	"os"
@@ -15,13 +15,13 @@ func TestDirUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := dirUsage(dir)
-	if u.inodes != 3 || u.bytes < 64<<10 || u.statfs == nil || u.device == dir {
+	if u.Inodes != 3 || u.Bytes < 64<<10 || u.Statfs == nil || u.Device == dir {
 		t.Fatalf("dirUsage = %+v; want 3 inodes, >= 64 KiB, statfs and a device", u)
 	}
-	if rel, err := filepath.Rel(u.mountpoint, dir); err != nil || rel == ".." || filepath.IsAbs(rel) {
-		t.Fatalf("mountpoint %q does not contain %q", u.mountpoint, dir)
+	if rel, err := filepath.Rel(u.Mountpoint, dir); err != nil || rel == ".." || filepath.IsAbs(rel) {
+		t.Fatalf("mountpoint %q does not contain %q", u.Mountpoint, dir)
 	}
-	if missing := dirUsage(filepath.Join(dir, "nope")); missing.bytes != 0 || missing.statfs != nil {
+	if missing := dirUsage(filepath.Join(dir, "nope")); missing.Bytes != 0 || missing.Statfs != nil {
 		t.Fatalf("dirUsage of a missing dir = %+v", missing)
 	}
 }

@@ -1,0 +1,266 @@
+package stage0
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rkt/rkt/pkg/cgstats"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// AppStats are the resource usage of an app, or of a pod (all its apps
+// together). They are read in one place, here: the cgroup by pkg/cgstats
+// (the only cgroup parser), the writable layer by walking it, the network
+// from the pod's namespace; the CLI and the CRI (stats, the summary API's
+// figures, metrics, the limits in force) all use them.
+type AppStats struct {
+	Timestamp time.Time
+	cgstats.Stats
+	// WritableLayer is the app's overlay upper directory (apps only).
+	WritableLayer FsUsage
+	// Networks are the interfaces of the pod's network namespace but
+	// loopback (pods only; none with the host's network).
+	Networks []InterfaceStats
+}
+
+// InterfaceStats are the counters of one network interface.
+type InterfaceStats struct {
+	Name                                    string
+	RxBytes, RxPackets, RxErrors, RxDropped uint64
+	TxBytes, TxPackets, TxErrors, TxDropped uint64
+}
+
+// statsInterval is how often the stats of a Runtime with Config.Watch are
+// read in the background (cAdvisor's housekeeping and the kubelet's
+// summary refresh run every 10s); a call finds them at most this old.
+const statsInterval = 10 * time.Second
+
+// readAppStats reads the usage of a running app of a pod.
+func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
+	as := findAppStatus(ps, app)
+	if as == nil {
+		return nil, fmt.Errorf("app %q in pod %s: %w", app, ps.UUID, ErrAppNotFound)
+	}
+	if ps.State != PodRunning || as.State != schema.AppRunning || as.Pid <= 0 {
+		return nil, fmt.Errorf("app %q of pod %s: %w", as.Name, ps.UUID, ErrNotRunning)
+	}
+	cg, err := cgstats.ReadPid(as.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
+	}
+	return &AppStats{Timestamp: time.Now(), Stats: *cg,
+		WritableLayer: dirUsage(filepath.Join(ps.Dir, schema.AppsDir, as.Name, schema.AppUpperDir))}, nil
+}
+
+// findAppStatus returns the named app; "" names the only one.
+func findAppStatus(ps *PodStatus, app string) *AppStatus {
+	if app == "" && len(ps.Apps) == 1 {
+		return &ps.Apps[0]
+	}
+	for i := range ps.Apps {
+		if ps.Apps[i].Name == app {
+			return &ps.Apps[i]
+		}
+	}
+	return nil
+}
+
+// readPodStats reads the usage of a running pod: its cgroup (with the
+// systemd driver apps have scopes and no common pod cgroup: their sum) and
+// its network namespace.
+func readPodStats(ps *PodStatus) (*AppStats, error) {
+	if ps.State != PodRunning || ps.Manifest == nil {
+		return nil, fmt.Errorf("pod %s is %s: %w", ps.UUID, ps.State, ErrNotRunning)
+	}
+	out := &AppStats{Timestamp: time.Now()}
+	netPid := 0
+	if !systemdRunning() {
+		cg, err := cgstats.Read(filepath.Join("/", ps.Manifest.CgroupParent, ps.UUID))
+		if err == nil {
+			out.Stats = *cg
+		} // else no app has run yet: no cgroup
+	}
+	for i := range ps.Apps {
+		a := &ps.Apps[i]
+		if a.State != schema.AppRunning || a.Pid <= 0 {
+			continue
+		}
+		if netPid == 0 {
+			netPid = a.Pid
+		}
+		if !systemdRunning() {
+			continue
+		}
+		cg, err := cgstats.ReadPid(a.Pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		out.add(cg)
+	}
+	if netPid > 0 && ps.Manifest.Net != "host" {
+		out.Networks = netDev(netPid)
+	}
+	return out, nil
+}
+
+// add sums the usage of another cgroup into s (limits are left alone).
+func (s *AppStats) add(o *cgstats.Stats) {
+	s.CPUUsageNanos += o.CPUUsageNanos
+	s.CPUUserNanos += o.CPUUserNanos
+	s.CPUSystemNanos += o.CPUSystemNanos
+	s.MemoryUsage += o.MemoryUsage
+	s.MemoryWorkingSet += o.MemoryWorkingSet
+	s.MemoryRSS += o.MemoryRSS
+	s.MemoryCache += o.MemoryCache
+	s.MemoryPgFault += o.MemoryPgFault
+	s.MemoryPgMajFault += o.MemoryPgMajFault
+	s.Processes += o.Processes
+	s.Threads += o.Threads
+	s.FileDescriptors += o.FileDescriptors
+	s.Sockets += o.Sockets
+	s.Pids = append(s.Pids, o.Pids...)
+}
+
+// netDev reads the interface counters of the network namespace of pid
+// from /proc/<pid>/net/dev, loopback excluded.
+func netDev(pid int) []InterfaceStats {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/net/dev", pid))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []InterfaceStats
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		fl := strings.Fields(rest)
+		name = strings.TrimSpace(name)
+		if !ok || name == "lo" || len(fl) < 16 {
+			continue
+		}
+		n := func(i int) uint64 { v, _ := strconv.ParseUint(fl[i], 10, 64); return v }
+		out = append(out, InterfaceStats{Name: name,
+			RxBytes: n(0), RxPackets: n(1), RxErrors: n(2), RxDropped: n(3),
+			TxBytes: n(8), TxPackets: n(9), TxErrors: n(10), TxDropped: n(11)})
+	}
+	return out
+}
+
+func (r *Runtime) appStats(ctx context.Context, uuid, app string) (*AppStats, error) {
+	ps, err := r.status(ctx, uuid)
+	if err != nil {
+		return nil, err
+	}
+	if r.stats == nil {
+		return readAppStats(ps, app)
+	}
+	if as := findAppStatus(ps, app); as != nil {
+		app = as.Name
+	}
+	return r.stats.get(ps.UUID+"/"+app, func() (*AppStats, error) { return readAppStats(ps, app) })
+}
+
+func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) {
+	ps, err := r.status(ctx, uuid)
+	if err != nil {
+		return nil, err
+	}
+	if r.stats == nil {
+		return readPodStats(ps)
+	}
+	return r.stats.get(ps.UUID, func() (*AppStats, error) { return readPodStats(ps) })
+}
+
+// statsCache keeps the stats of running pods and apps, refreshed every
+// statsInterval in the background (Config.Watch), so that List*Stats
+// calls cost a map lookup per pod instead of reading every cgroup and
+// walking every writable layer.
+type statsCache struct {
+	mu sync.Mutex
+	m  map[string]*AppStats // pod UUID, or UUID/app
+}
+
+// get returns the cached stats of key, or reads (and keeps) them when
+// they are missing or older than two refreshes.
+func (c *statsCache) get(key string, read func() (*AppStats, error)) (*AppStats, error) {
+	c.mu.Lock()
+	s := c.m[key]
+	c.mu.Unlock()
+	if s != nil && time.Since(s.Timestamp) < 2*statsInterval {
+		return s, nil
+	}
+	s, err := read()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.m[key] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+// forget drops the stats of a pod and its apps (after a change of limits).
+func (c *statsCache) forget(uuid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if k == uuid || strings.HasPrefix(k, uuid+"/") {
+			delete(c.m, k)
+		}
+	}
+}
+
+// refresh reads the stats of every running pod and app, replacing the
+// cache (what stopped is dropped).
+func (r *Runtime) refreshStats(ctx context.Context) {
+	pods, err := r.List(ctx)
+	if err != nil {
+		r.cfg.Logf("stats: cannot list pods: %v", err)
+		return
+	}
+	m := map[string]*AppStats{}
+	for _, ps := range pods {
+		if ps.State != PodRunning || ctx.Err() != nil {
+			continue
+		}
+		if s, err := readPodStats(ps); err == nil {
+			m[ps.UUID] = s
+		}
+		for _, a := range ps.Apps {
+			if a.State != schema.AppRunning {
+				continue
+			}
+			s, err := readAppStats(ps, a.Name)
+			if err == nil {
+				m[ps.UUID+"/"+a.Name] = s
+			} else if !errors.Is(err, ErrNotRunning) {
+				r.cfg.Logf("stats: %v", err)
+			}
+		}
+	}
+	r.stats.mu.Lock()
+	r.stats.m = m
+	r.stats.mu.Unlock()
+}
+
+// statsLoop refreshes the stats cache until ctx ends.
+func (r *Runtime) statsLoop(ctx context.Context) {
+	t := time.NewTicker(statsInterval)
+	defer t.Stop()
+	for {
+		r.refreshStats(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,517 @@
+package stage0
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// The view is the in-memory state of the pods of a long-lived Runtime
+// (Config.Watch: the kubelet-service): List and Status answer from it
+// instead of reading every pod directory on every call. Disk stays the
+// truth: an entry is a PodStatus read from disk by the same code as
+// without a view, kept until something may have changed it, then read
+// again on next use. What may change a pod, and how the view learns it:
+//   - this Runtime's own calls (api.go): the pod is invalidated when the
+//     call returns, so a caller reads its own writes;
+//   - another process (the rkt CLI, stage1 recording an app's exit, a
+//     stage0 stopping or removing the pod): every file of the pod's state
+//     is in a directory the view watches with inotify (the state
+//     directories, each pod directory, its apps/ and apps/<name>/, where
+//     the pod manifest, status.json, stage1.pid, stage1.died, net-info.json
+//     and the app manifests are created, renamed or touched);
+//   - the supervisor's death (SIGKILL, OOM: it writes nothing): a running
+//     pod's stage1 is watched by a pidfd in the same epoll set.
+// One goroutine reads both, so another process's change is seen within
+// the time it takes to wake it (well under a millisecond when idle).
+// Pods in prepare/ and garbage/ (whose state depends on who holds their
+// lock, which inotify cannot see) and pods that cannot be watched (too
+// few inotify watches) are read from disk on each call, as before.
+// inotify was chosen over checking mtimes on each call: a stat per status
+// file per call costs ~1 µs each, which at 500 pods alone is most of a 5 ms
+// budget, and the lock and the supervisor's liveness have no mtime.
+
+// viewEvents are the inotify events that may change a pod's status. Not
+// IN_MODIFY: logs are written all the time and nothing read is modified
+// in place without a close or a rename after.
+const viewEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_ONLYDIR
+
+type podView struct {
+	r    *Runtime
+	ino  int // inotify fd
+	ep   int // epoll fd: ino, every pidfd and stopFD
+	stop int // eventfd that ends the loop
+
+	mu     sync.Mutex
+	pods   map[string]*viewEntry
+	wds    map[int32]string // watch -> pod uuid ("" for a state directory)
+	pidfds map[int]string   // supervisor pidfd -> pod uuid
+	rescan bool             // events were lost: list the state directories again
+}
+
+type viewEntry struct {
+	st       *PodStatus // nil: read it from disk on next use
+	gen      uint64     // bumped by every invalidation
+	pidfd    int        // of the running supervisor; -1 for none
+	specs    map[string]*specs.Spec
+	uncached bool // not watched: always read from disk
+}
+
+// newPodView starts watching the pod state directories of r.
+func newPodView(r *Runtime) (*podView, error) {
+	if err := r.ensureDirs(); err != nil {
+		return nil, err
+	}
+	ino, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create an inotify instance for the pod view: %w", err)
+	}
+	v := &podView{r: r, ino: ino, ep: -1, stop: -1, pods: map[string]*viewEntry{},
+		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: true}
+	fail := func(err error) (*podView, error) {
+		v.close()
+		return nil, err
+	}
+	if v.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fail(fmt.Errorf("cannot create an epoll instance for the pod view: %w", err))
+	}
+	if v.stop, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return fail(fmt.Errorf("cannot create an eventfd for the pod view: %w", err))
+	}
+	for _, fd := range []int{ino, v.stop} {
+		if err := unix.EpollCtl(v.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return fail(fmt.Errorf("cannot watch the pod view's events: %w", err))
+		}
+	}
+	for _, s := range podStateDirs {
+		wd, err := unix.InotifyAddWatch(ino, r.stateDir(s), viewEvents)
+		if err != nil {
+			return fail(fmt.Errorf("cannot watch pod state directory %q: %w", r.stateDir(s), err))
+		}
+		v.wds[int32(wd)] = ""
+	}
+	go v.loop()
+	return v, nil
+}
+
+// close stops the loop and releases the descriptors.
+func (v *podView) close() {
+	if v.stop >= 0 {
+		unix.Write(v.stop, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		return // the loop closes everything
+	}
+	v.closeFDs()
+}
+
+func (v *podView) closeFDs() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for fd := range v.pidfds {
+		unix.Close(fd)
+	}
+	v.pidfds = map[int]string{}
+	for _, fd := range []int{v.ino, v.ep, v.stop} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// loop applies inotify events and supervisor deaths until close.
+func (v *podView) loop() {
+	defer v.closeFDs()
+	evs := make([]unix.EpollEvent, 64)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.EpollWait(v.ep, evs, -1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			v.r.cfg.Logf("pod view: epoll: %v; reading pods from disk from now on", err)
+			v.mu.Lock()
+			for _, e := range v.pods {
+				e.uncached, e.st = true, nil
+			}
+			v.mu.Unlock()
+			return
+		}
+		for _, ev := range evs[:n] {
+			switch int(ev.Fd) {
+			case v.stop:
+				return
+			case v.ino:
+				v.readInotify(buf)
+			default:
+				v.supervisorExited(int(ev.Fd))
+			}
+		}
+	}
+}
+
+func (v *podView) readInotify(buf []byte) {
+	for {
+		n, err := unix.Read(v.ino, buf)
+		if n <= 0 || err != nil {
+			return
+		}
+		v.mu.Lock()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := ""
+			if ev.Len > 0 {
+				name = strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				v.rescan = true
+				for uuid := range v.pods {
+					v.invalidateLocked(uuid, false)
+				}
+				continue
+			}
+			uuid, ok := v.wds[ev.Wd]
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(v.wds, ev.Wd)
+			}
+			if !ok {
+				continue
+			}
+			if uuid == "" { // a state directory: name is a pod
+				if uuidRe.MatchString(name) {
+					v.invalidateLocked(name, true)
+				}
+				continue
+			}
+			v.invalidateLocked(uuid, false)
+		}
+		v.mu.Unlock()
+	}
+}
+
+// supervisorExited invalidates the pod whose supervisor's pidfd fired.
+func (v *podView) supervisorExited(fd int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	uuid, ok := v.pidfds[fd]
+	if !ok {
+		return
+	}
+	v.dropPidfdLocked(fd)
+	if e := v.pods[uuid]; e != nil && e.pidfd == fd {
+		e.pidfd = -1
+	}
+	v.invalidateLocked(uuid, false)
+}
+
+func (v *podView) dropPidfdLocked(fd int) {
+	unix.EpollCtl(v.ep, unix.EPOLL_CTL_DEL, fd, nil)
+	unix.Close(fd)
+	delete(v.pidfds, fd)
+}
+
+// invalidateLocked forgets what is known of a pod; add makes an entry for
+// a pod the view does not know yet.
+func (v *podView) invalidateLocked(uuid string, add bool) {
+	e := v.pods[uuid]
+	if e == nil {
+		if !add {
+			return
+		}
+		e = &viewEntry{pidfd: -1}
+		v.pods[uuid] = e
+	}
+	e.gen++
+	e.st, e.specs = nil, nil
+}
+
+// changed invalidates the pods whose UUID starts with prefix (a call of
+// this Runtime changed one); a full UUID the view does not know is added.
+func (v *podView) changed(prefix string) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if prefix == "" {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if uuidRe.MatchString(prefix) {
+		v.invalidateLocked(prefix, true)
+		return
+	}
+	for uuid := range v.pods {
+		if strings.HasPrefix(uuid, prefix) {
+			v.invalidateLocked(uuid, false)
+		}
+	}
+}
+
+// changedAll invalidates every pod (GC).
+func (v *podView) changedAll() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.rescan = true
+	for uuid := range v.pods {
+		v.invalidateLocked(uuid, false)
+	}
+}
+
+// scan adds the pods on disk the view does not know (at start and after
+// lost events).
+func (v *podView) scan() error {
+	v.mu.Lock()
+	if !v.rescan {
+		v.mu.Unlock()
+		return nil
+	}
+	v.rescan = false
+	v.mu.Unlock()
+	pods, err := v.r.allPods()
+	if err != nil {
+		v.mu.Lock()
+		v.rescan = true
+		v.mu.Unlock()
+		return err
+	}
+	v.mu.Lock()
+	for _, p := range pods {
+		if v.pods[p.uuid] == nil {
+			v.invalidateLocked(p.uuid, true)
+		}
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+// resolve expands a UUID prefix among the pods the view knows; "" when
+// none matches.
+func (v *podView) resolve(prefix string) (string, error) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if prefix == "" {
+		return "", fmt.Errorf("empty pod UUID: %w", ErrInvalid)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pods[prefix] != nil {
+		return prefix, nil
+	}
+	var match []string
+	for uuid := range v.pods {
+		if strings.HasPrefix(uuid, prefix) {
+			match = append(match, uuid)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", nil
+	case 1:
+		return match[0], nil
+	}
+	return "", fmt.Errorf("pod %q matches %d pods: %w", prefix, len(match), ErrAmbiguousUUID)
+}
+
+// locate finds the directory of a pod by its full UUID, in lifecycle
+// order as allPods does.
+func (r *Runtime) locate(uuid string) *pod {
+	for _, s := range podStateDirs {
+		p := r.podAt(s, uuid)
+		if fi, err := os.Stat(p.dir); err == nil && fi.IsDir() {
+			return p
+		}
+	}
+	return nil
+}
+
+// status returns a pod's status from the view, reading it from disk when
+// it is not known or may have changed; ErrPodNotFound when it is gone.
+func (v *podView) status(uuid string) (*PodStatus, error) {
+	v.mu.Lock()
+	e := v.pods[uuid]
+	if e == nil {
+		e = &viewEntry{pidfd: -1}
+		v.pods[uuid] = e
+	}
+	if e.st != nil {
+		st := e.st
+		v.mu.Unlock()
+		return st, nil
+	}
+	gen := e.gen
+	v.mu.Unlock()
+
+	p := v.r.locate(uuid)
+	if p == nil {
+		v.mu.Lock()
+		if e.gen == gen && v.pods[uuid] == e {
+			v.forgetLocked(uuid, e)
+		}
+		v.mu.Unlock()
+		return nil, fmt.Errorf("pod %s: %w", uuid, ErrPodNotFound)
+	}
+	cacheable := !e.uncached && (p.state == dirPrepared || p.state == dirRun || p.state == dirExitedGarbage)
+	if cacheable {
+		// watch before reading: a change after this is an event
+		if err := v.watchPod(p); err != nil {
+			v.r.cfg.Logf("pod view: cannot watch pod %s, reading it from disk on each call: %v", uuid, err)
+			v.mu.Lock()
+			e.uncached = true
+			v.mu.Unlock()
+			cacheable = false
+		}
+	}
+	st, err := v.r.podStatus(p)
+	if err != nil {
+		return nil, err
+	}
+	if !cacheable || st.Dir != p.dir {
+		return st, nil // moved while read: read again next time
+	}
+	pidfd := -1
+	if st.State == PodRunning {
+		if st.Stage1PID <= 0 {
+			return st, nil // stage1 starting: it writes stage1.pid
+		}
+		if pidfd, err = unix.PidfdOpen(st.Stage1PID, 0); err != nil {
+			return st, nil
+		}
+		if !supervisorAlive(p, st.Stage1PID) { // died, or the pid is another's
+			unix.Close(pidfd)
+			return st, nil
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e.gen != gen || v.pods[uuid] != e {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+		return st, nil
+	}
+	if pidfd >= 0 {
+		if e.pidfd >= 0 {
+			v.dropPidfdLocked(e.pidfd)
+		}
+		if err := unix.EpollCtl(v.ep, unix.EPOLL_CTL_ADD, pidfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(pidfd)}); err != nil {
+			unix.Close(pidfd)
+			return st, nil
+		}
+		e.pidfd = pidfd
+		v.pidfds[pidfd] = uuid
+	}
+	e.st = st
+	return st, nil
+}
+
+// forgetLocked drops a pod that is gone.
+func (v *podView) forgetLocked(uuid string, e *viewEntry) {
+	if e.pidfd >= 0 {
+		v.dropPidfdLocked(e.pidfd)
+	}
+	delete(v.pods, uuid)
+}
+
+// watchPod watches the directories holding a pod's state files.
+func (v *podView) watchPod(p *pod) error {
+	dirs := []string{p.dir, filepath.Join(p.dir, schema.AppsDir)}
+	if ents, err := os.ReadDir(dirs[1]); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(dirs[1], e.Name()))
+			}
+		}
+	}
+	for i, d := range dirs {
+		wd, err := unix.InotifyAddWatch(v.ino, d, viewEvents)
+		if err != nil {
+			if i > 0 && errors.Is(err, unix.ENOENT) {
+				continue // apps/ made later (an event on the pod dir), or an app removed
+			}
+			return fmt.Errorf("cannot watch %q: %w", d, err)
+		}
+		v.mu.Lock()
+		v.wds[int32(wd)] = p.uuid
+		v.mu.Unlock()
+	}
+	return nil
+}
+
+// list returns the status of every pod, in the order of allPods.
+func (v *podView) list() ([]*PodStatus, error) {
+	if err := v.scan(); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	uuids := make([]string, 0, len(v.pods))
+	for uuid := range v.pods {
+		uuids = append(uuids, uuid)
+	}
+	v.mu.Unlock()
+	out := make([]*PodStatus, 0, len(uuids))
+	for _, uuid := range uuids {
+		st, err := v.status(uuid)
+		if err != nil {
+			if errors.Is(err, ErrPodNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		si, sj := stateOrder(out[i].Dir), stateOrder(out[j].Dir)
+		if si != sj {
+			return si < sj
+		}
+		return out[i].UUID < out[j].UUID
+	})
+	return out, nil
+}
+
+// stateOrder is the index of a pod directory's state in podStateDirs.
+func stateOrder(dir string) int {
+	s := filepath.Base(filepath.Dir(dir))
+	for i, d := range podStateDirs {
+		if d == s {
+			return i
+		}
+	}
+	return len(podStateDirs)
+}
+
+// appSpec returns an app's runtime spec, kept until the pod changes.
+func (v *podView) appSpec(uuid, app string, read func() (*specs.Spec, error)) (*specs.Spec, error) {
+	v.mu.Lock()
+	e := v.pods[uuid]
+	var gen uint64
+	if e != nil {
+		if s := e.specs[app]; s != nil && e.st != nil {
+			v.mu.Unlock()
+			return s, nil
+		}
+		gen = e.gen
+	}
+	v.mu.Unlock()
+	s, err := read()
+	if err != nil || e == nil {
+		return s, err
+	}
+	v.mu.Lock()
+	if e.gen == gen && e.st != nil && !e.uncached {
+		if e.specs == nil {
+			e.specs = map[string]*specs.Spec{}
+		}
+		e.specs[app] = s
+	}
+	v.mu.Unlock()
+	return s, nil
+}

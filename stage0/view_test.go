@@ -1,0 +1,124 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// waitView polls cond until it holds; the view must see another process's
+// change within viewBound.
+func waitView(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	const viewBound = 2 * time.Second
+	deadline := time.Now().Add(viewBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the view did not see %s within %v", what, viewBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestViewSeesOtherProcesses: a Runtime with Watch sees what another
+// Runtime (another process: the CLI, stage1) does to the pods on disk.
+func TestViewSeesOtherProcesses(t *testing.T) {
+	dir := t.TempDir()
+	svc, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	cli, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if l, err := svc.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("List = %v, %v; want none", l, err)
+	}
+	uuid, err := cli.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "a new pod", func() bool {
+		l, err := svc.List(ctx)
+		return err == nil && len(l) == 1 && l[0].UUID == uuid && l[0].State == PodPrepared
+	})
+	if ps, _ := svc.Status(ctx, uuid); ps.State != PodPrepared || ps.Apps[0].State != schema.AppCreated {
+		t.Fatalf("status %s app %s; want prepared, created", ps.State, ps.Apps[0].State)
+	}
+
+	// another process moves it and stage1 records its app's exit
+	p, err := cli.findPod(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.move(p, dirRun); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := control.WriteAppStatus(p.dir, &schema.AppStatus{Name: "app", State: schema.AppExited, ExitCode: 3,
+		StartedAt: now, FinishedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "an app's exit", func() bool {
+		ps, err := svc.Status(ctx, uuid)
+		return err == nil && ps.State == PodExited && ps.Apps[0].State == schema.AppExited && ps.Apps[0].ExitCode == 3
+	})
+
+	// and collects and removes it
+	if err := cli.move(p, dirExitedGarbage); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "a move", func() bool {
+		ps, err := svc.Status(ctx, uuid)
+		return err == nil && ps.State == PodExitedGarbage
+	})
+	if err := os.RemoveAll(p.dir); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "a removal", func() bool {
+		_, err := svc.Status(ctx, uuid)
+		l, lerr := svc.List(ctx)
+		return errors.Is(err, ErrPodNotFound) && lerr == nil && len(l) == 0
+	})
+}
+
+// TestViewReadsOwnWrites: a change made through the Runtime with the view
+// is seen by the next call, with no wait.
+func TestViewReadsOwnWrites(t *testing.T) {
+	rt, err := New(Config{DataDir: t.TempDir(), Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps, err := rt.Status(ctx, uuid); err != nil || ps.State != PodPrepared {
+			t.Fatalf("after Prepare: %v, %v", ps, err)
+		}
+		if err := rt.Remove(ctx, uuid, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.Status(ctx, uuid); !errors.Is(err, ErrPodNotFound) {
+			t.Fatalf("after Remove: %v; want not found", err)
+		}
+		if l, err := rt.List(ctx); err != nil || len(l) != 0 {
+			t.Fatalf("after Remove: List = %d pods, %v", len(l), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(rt.podsDir(), dirRun)); err != nil {
+		t.Fatal(err)
+	}
+}
