@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	"github.com/coreos/go-systemd/v22/activation"
-	"github.com/hashicorp/errwrap"
 )
 
 // lookupGroup resolves a group name (or numeric gid) to its gid.
@@ -39,7 +38,7 @@ func lookupGroup(name string) (int, error) {
 func listen(path string, gid int) (l net.Listener, activated bool, err error) {
 	ls, err := activation.Listeners()
 	if err != nil {
-		return nil, false, errwrap.Wrapf("cannot take the socket-activated listeners: {{err}}", err)
+		return nil, false, fmt.Errorf("cannot take the socket-activated listeners: %w", err)
 	}
 	for i, sl := range ls {
 		if sl == nil {
@@ -58,23 +57,23 @@ func listen(path string, gid int) (l net.Listener, activated bool, err error) {
 	}
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot create the directory of socket %q: {{err}}", path), err)
+		return nil, false, fmt.Errorf("cannot create the directory of socket %q: %w", path, err)
 	}
 	if err := removeStaleSocket(path); err != nil {
 		return nil, false, err
 	}
 	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot listen on %q: {{err}}", path), err)
+		return nil, false, fmt.Errorf("cannot listen on %q: %w", path, err)
 	}
 	ul.SetUnlinkOnClose(true)
 	if err := os.Chown(path, 0, gid); err != nil {
 		ul.Close()
-		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot chown socket %q: {{err}}", path), err)
+		return nil, false, fmt.Errorf("cannot chown socket %q: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o660); err != nil {
 		ul.Close()
-		return nil, false, errwrap.Wrapf(fmt.Sprintf("cannot chmod socket %q: {{err}}", path), err)
+		return nil, false, fmt.Errorf("cannot chmod socket %q: %w", path, err)
 	}
 	return ul, false, nil
 }
@@ -88,7 +87,7 @@ func removeStaleSocket(path string) error {
 		return nil
 	}
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot stat socket %q: {{err}}", path), err)
+		return fmt.Errorf("cannot stat socket %q: %w", path, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
 		return fmt.Errorf("cannot listen on %q: it exists and is not a socket", path)
@@ -98,7 +97,7 @@ func removeStaleSocket(path string) error {
 		return fmt.Errorf("cannot listen on %q: another server is answering on it", path)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return errwrap.Wrapf(fmt.Sprintf("cannot remove stale socket %q: {{err}}", path), err)
+		return fmt.Errorf("cannot remove stale socket %q: %w", path, err)
 	}
 	return nil
 }

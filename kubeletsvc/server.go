@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/hashicorp/errwrap"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
@@ -69,11 +68,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	gid, err := lookupGroup(cfg.SocketGroup)
 	if err != nil {
-		return nil, errwrap.Wrapf("kubelet-service cannot start: {{err}}", err)
+		return nil, fmt.Errorf("kubelet-service cannot start: %w", err)
 	}
 	svc, err := newCRIService(cfg)
 	if err != nil {
-		return nil, errwrap.Wrapf("kubelet-service cannot start: {{err}}", err)
+		return nil, fmt.Errorf("kubelet-service cannot start: %w", err)
 	}
 	in := &instrument{log: cfg.Logger, auth: &authorizer{gid: gid, groupsOf: procGroups}}
 	g := grpc.NewServer(
@@ -94,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Serve(ctx context.Context) error {
 	sl, err := net.Listen("tcp", s.cfg.StreamAddr)
 	if err != nil {
-		return errwrap.Wrapf(fmt.Sprintf("cannot listen for streaming on %q: {{err}}", s.cfg.StreamAddr), err)
+		return fmt.Errorf("cannot listen for streaming on %q: %w", s.cfg.StreamAddr, err)
 	}
 	base := &url.URL{Scheme: "http", Host: sl.Addr().String()}
 	scfg := streaming.DefaultConfig
@@ -103,7 +102,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	st, err := streaming.NewServer(scfg, &streamRuntime{svc: s.svc})
 	if err != nil {
 		sl.Close()
-		return errwrap.Wrapf("cannot create the streaming server: {{err}}", err)
+		return fmt.Errorf("cannot create the streaming server: %w", err)
 	}
 	s.stream = st
 	s.svc.stream = st
@@ -130,7 +129,7 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	select {
 	case err := <-served:
-		return errwrap.Wrapf("kubelet-service stopped serving: {{err}}", err)
+		return fmt.Errorf("kubelet-service stopped serving: %w", err)
 	case <-ctx.Done():
 	}
 	daemon.SdNotify(false, daemon.SdNotifyStopping)

@@ -3,11 +3,10 @@ package stage0
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/hashicorp/errwrap"
 
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -26,7 +25,7 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			continue
 		}
 		if err != nil {
-			return nil, errwrap.Wrapf("cannot list pods: {{err}}", err)
+			return nil, fmt.Errorf("cannot list pods: %w", err)
 		}
 		for _, e := range entries {
 			b, err := os.ReadFile(filepath.Join(dir, e.Name(), schema.PodManifestFile))
