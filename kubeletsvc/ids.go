@@ -17,18 +17,6 @@ import (
 // UUID without dashes, then 32 random ones, so the pod of a container is
 // known from its ID alone.
 
-// newUUID returns a random (version 4) UUID.
-func newUUID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
-}
-
 // newContainerID returns a new container ID in the pod podUUID.
 func newContainerID(podUUID string) (string, error) {
 	var b [16]byte

@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 func TestSandboxAnnotationsRoundTrip(t *testing.T) {
@@ -68,7 +70,7 @@ func TestAppName(t *testing.T) {
 }
 
 func TestContainerIDEncodesPod(t *testing.T) {
-	uuid, err := newUUID()
+	uuid, err := stage0.NewUUID()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSand
 	if opts.Net == stage0.NetHost && opts.Hostname == "" {
 		opts.Hostname, _ = os.Hostname()
 	}
-	uuid, err := newUUID()
+	uuid, err := stage0.NewUUID()
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 	uuid := strings.ToLower(opts.UUID)
 	if uuid == "" {
 		var err error
-		if uuid, err = newUUID(); err != nil {
+		if uuid, err = NewUUID(); err != nil {
 			return nil, nil, nil, err
 		}
 	} else if !uuidRe.MatchString(uuid) {

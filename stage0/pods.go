@@ -39,8 +39,9 @@ type pod struct {
 
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// newUUID returns a random (version 4) UUID.
-func newUUID() (string, error) {
+// NewUUID returns a random (version 4) UUID, as pods get: the CRI names
+// sandboxes by it before creating them.
+func NewUUID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("cannot generate a pod UUID: %w", err)
