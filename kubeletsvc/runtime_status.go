@@ -2,10 +2,11 @@ package kubeletsvc
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 // Status reports the runtime's conditions (RuntimeReady; NetworkReady
@@ -50,7 +51,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 // the init system (/run/systemd/system exists), with cgroupfs otherwise.
 func (c *criService) RuntimeConfig(ctx context.Context, r *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	driver := runtimeapi.CgroupDriver_CGROUPFS
-	if fi, err := os.Lstat("/run/systemd/system"); err == nil && fi.IsDir() {
+	if stage0.SystemdRunning() {
 		driver = runtimeapi.CgroupDriver_SYSTEMD
 	}
 	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver}}, nil

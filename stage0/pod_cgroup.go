@@ -2,9 +2,9 @@ package stage0
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
+	sdutil "github.com/coreos/go-systemd/v22/util"
 	"github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -12,12 +12,10 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
-// systemdRunning reports whether systemd is PID 1 (sd_booted): stage1
-// then puts apps in systemd scopes.
-func systemdRunning() bool {
-	fi, err := os.Lstat("/run/systemd/system")
-	return err == nil && fi.IsDir()
-}
+// SystemdRunning reports whether systemd is PID 1 (sd_booted, as go-systemd
+// checks it): stage1 then puts apps in systemd scopes and the pods' cgroup
+// driver is systemd's.
+func SystemdRunning() bool { return sdutil.IsRunningSystemd() }
 
 // applyPodResources creates the pod cgroup <parent>/<uuid> with the pod's
 // limits, so that they bound all its apps together. With systemd the
@@ -27,7 +25,7 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 	if pm.Resources == nil {
 		return nil
 	}
-	if systemdRunning() {
+	if SystemdRunning() {
 		r.cfg.Logf("pod %s: systemd cgroups: pod limits are left to the cgroup parent %s", pm.UUID, pm.CgroupParent)
 		return nil
 	}

@@ -82,7 +82,7 @@ func readPodStats(ps *PodStatus) (*AppStats, error) {
 	}
 	out := &AppStats{Timestamp: time.Now()}
 	netPid := 0
-	if !systemdRunning() {
+	if !SystemdRunning() {
 		cg, err := cgstats.Read(filepath.Join("/", ps.Manifest.CgroupParent, ps.UUID))
 		if err == nil {
 			out.Stats = *cg
@@ -96,7 +96,7 @@ func readPodStats(ps *PodStatus) (*AppStats, error) {
 		if netPid == 0 {
 			netPid = a.Pid
 		}
-		if !systemdRunning() {
+		if !SystemdRunning() {
 			continue
 		}
 		cg, err := cgstats.ReadPid(a.Pid)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	sdutil "github.com/coreos/go-systemd/v22/util"
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
@@ -20,14 +21,9 @@ import (
 // it matches stage0's default.
 const defaultCgroupParent = "/rkt"
 
-// systemdRunning reports whether systemd is PID 1 (the check of
-// sd_booted(3)); apps then use libcontainer's systemd cgroup driver.
-func systemdRunning() bool { return systemdRunningAt("/run/systemd/system") }
-
-func systemdRunningAt(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.IsDir()
-}
+// systemdRunning reports whether systemd is PID 1 (sd_booted(3), as
+// go-systemd checks it); apps then use libcontainer's systemd cgroup driver.
+func systemdRunning() bool { return sdutil.IsRunningSystemd() }
 
 // podCgroupPath is the absolute cgroupfs path of the pod: the parent of its
 // apps' cgroups.
