@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // digestOf returns "sha256:<hex>" of b.
@@ -110,8 +112,8 @@ func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func
 	if err := tmp.Sync(); err != nil {
 		return "", 0, fmt.Errorf("cannot sync blob: %w", err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return "", 0, fmt.Errorf("cannot chmod blob: %w", err)
+	if err := fileperm.SetFile(tmp, fileperm.Shared); err != nil {
+		return "", 0, err
 	}
 	if err := os.Rename(tmp.Name(), s.blobPath(strings.TrimPrefix(got, "sha256:"))); err != nil {
 		return "", 0, fmt.Errorf("cannot store blob %s: %w", got, err)
@@ -119,22 +121,10 @@ func (s *Store) putBlobChecked(r io.Reader, want string, size int64, onRead func
 	tmp.Close()
 	tmp = nil
 	// The rename must be durable before the database records the blob.
-	if err := syncDir(filepath.Join(s.dir, blobsDir)); err != nil {
+	if err := fileperm.SyncDir(filepath.Join(s.dir, blobsDir)); err != nil {
 		return "", 0, err
 	}
 	return got, n, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open %q: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot sync %q: %w", dir, err)
-	}
-	return nil
 }
 
 // putBlobBytes stores b, verifying it against want if given, and records

@@ -156,7 +156,7 @@ func OpenFile(path string, flag int, c Class) (*os.File, error) {
 		return nil, err
 	}
 	if flag&os.O_CREATE != 0 {
-		if err := setFile(f, c); err != nil {
+		if err := SetFile(f, c); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -164,7 +164,8 @@ func OpenFile(path string, flag int, c Class) (*os.File, error) {
 	return f, nil
 }
 
-func setFile(f *os.File, c Class) error {
+// SetFile gives the open file f the owner and mode of class c.
+func SetFile(f *os.File, c Class) error {
 	if owned() {
 		if err := f.Chown(0, c.gid()); err != nil {
 			return fmt.Errorf("cannot chown %q: %w", f.Name(), err)
@@ -190,7 +191,7 @@ func WriteFile(path string, data []byte, c Class) error {
 		tmp.Close()
 		return fmt.Errorf("cannot write %q: %w", tmp.Name(), err)
 	}
-	if err := setFile(tmp, c); err != nil {
+	if err := SetFile(tmp, c); err != nil {
 		tmp.Close()
 		return err
 	}
