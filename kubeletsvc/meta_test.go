@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -83,5 +84,25 @@ func TestContainerIDEncodesPod(t *testing.T) {
 	}
 	if _, ok := podOfContainerID("abc"); ok {
 		t.Fatal("a short ID parsed")
+	}
+}
+
+// TestConfigAnnotationFormats: configs are written in the wire format and
+// the protojson of pods made by earlier versions is still read.
+func TestConfigAnnotationFormats(t *testing.T) {
+	cfg := &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "web"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}}
+	old, err := protojson.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encodeConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{string(old), enc} {
+		var got runtimeapi.ContainerConfig
+		if err := decodeConfig(raw, &got); err != nil || !proto.Equal(&got, cfg) {
+			t.Errorf("decode %.40q: %v, %v", raw, &got, err)
+		}
 	}
 }

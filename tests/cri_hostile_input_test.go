@@ -237,8 +237,8 @@ func TestCRIManyEnv(t *testing.T) {
 	took := time.Since(start)
 	must(t, "CreateContainer with 100k env entries", err)
 	t.Logf("CreateContainer with 100k env entries took %v", took)
-	if took > 10*time.Second {
-		t.Errorf("CreateContainer with 100k env entries took %v, want < 10s", took)
+	if took > 5*time.Second {
+		t.Errorf("CreateContainer with 100k env entries took %v, want < 5s (about 0.5s on a quiet 2-core machine)", took)
 	}
 	start = time.Now()
 	_, err = c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cc.ContainerId})
