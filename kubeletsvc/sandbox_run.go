@@ -36,6 +36,11 @@ func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSand
 		return nil, fmt.Errorf("%w: pod user namespaces are not supported here: %v", errFailedPrecondition, c.usernsErr)
 	}
 	if opts.Net == "" {
+		// refused before anything is created, as the kubelet's own check of
+		// NetworkReady would
+		if ok, why := c.rt.NetworkReady(); !ok {
+			return nil, fmt.Errorf("%w: the pod network is not ready: %s", errFailedPrecondition, why)
+		}
 		name, err := c.rt.PodNetwork()
 		if err != nil {
 			return nil, fmt.Errorf("%w: the pod network is not ready: %v", errFailedPrecondition, err)

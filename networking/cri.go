@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -13,9 +12,11 @@ import (
 
 // CRINetwork returns the name of the network CRI pods join: that of the
 // first config file in ConfDir in lexical order, as containerd and the
-// kubelet choose. When ConfDir holds none but the kubelet gave a pod CIDR
-// (SetDefaultSubnet), it is the built-in default network on that CIDR, as
-// containerd's conf_template would do. Otherwise it fails.
+// kubelet choose. When ConfDir holds none, it is the built-in default
+// network: on the kubelet's pod CIDR once it gave one (SetDefaultSubnet),
+// as containerd's conf_template would do, else on its own subnet, so that
+// a fresh install networks pods with no hand-written config (as CRI-O's
+// packaged bridge config does).
 func CRINetwork(cfg Config) (string, error) {
 	dir := cfg.confDir()
 	files, err := confFiles(dir)
@@ -23,10 +24,7 @@ func CRINetwork(cfg Config) (string, error) {
 		return "", err
 	}
 	if len(files) == 0 {
-		if _, err := os.Stat(cfg.subnetFile()); err == nil {
-			return DefaultNetworkName, nil
-		}
-		return "", fmt.Errorf("no network config found in %q and no pod CIDR set", dir)
+		return DefaultNetworkName, nil
 	}
 	list, err := readConfList(files[0])
 	if err != nil {

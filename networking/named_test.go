@@ -92,11 +92,15 @@ func TestNamedNetworkMissing(t *testing.T) {
 func TestNetworkReady(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{ConfDir: dir, DataDir: t.TempDir(), PluginDirs: []string{t.TempDir()}}
-	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, "no network config") {
-		t.Fatalf("empty conf dir: ready=%v %q", ok, reason)
+	// An empty conf dir: the built-in default network, ready once its
+	// plugins are there (a fresh install networks pods).
+	if name, err := CRINetwork(cfg); err != nil || name != DefaultNetworkName {
+		t.Fatalf("CRINetwork with an empty conf dir = %q, %v", name, err)
 	}
-	// A pod CIDR from the kubelet makes the built-in default network the
-	// CRI network.
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"bridge" not found`) {
+		t.Fatalf("empty conf dir without plugins: ready=%v %q", ok, reason)
+	}
+	// A pod CIDR from the kubelet moves the built-in default network to it.
 	if err := SetDefaultSubnet(cfg, "10.77.0.0/16"); err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,10 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 			errs = append(errs, fmt.Errorf("invalid saved config of network %q: %w", n.Name, err))
 			continue
 		}
+		list = installedPlugins(cfg, list)
+		if len(list.Plugins) == 0 {
+			continue
+		}
 		if err := cni.DelNetworkList(ctx, list, runtimeConf(uuid, netns, n)); err != nil {
 			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
 		}
@@ -145,4 +149,18 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 		errs = append(errs, sweepIPTables(ctx, uuid))
 	}
 	return errors.Join(errs...)
+}
+
+// installedPlugins is list without the plugins missing from PluginDirs: a
+// plugin that is not there set nothing up, and its DEL would fail forever,
+// keeping the pod from ever being removed.
+func installedPlugins(cfg Config, list *libcni.NetworkConfigList) *libcni.NetworkConfigList {
+	kept := *list
+	kept.Plugins = nil
+	for _, p := range list.Plugins {
+		if _, err := findPlugin(cfg, p.Network.Type); err == nil {
+			kept.Plugins = append(kept.Plugins, p)
+		}
+	}
+	return &kept
 }

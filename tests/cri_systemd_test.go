@@ -111,16 +111,52 @@ func TestCRISystemdActivation(t *testing.T) {
 	}
 }
 
-// TestCRINetworkNotReady: with no CNI network configured, Status reports
-// NetworkReady false with a reason, pod-network sandboxes are refused
-// (FailedPrecondition) and host-network sandboxes still run.
-func TestCRINetworkNotReady(t *testing.T) {
+// TestCRINetworkOutOfTheBox: with no CNI config (a fresh install), pods
+// get the built-in default network and NetworkReady is true; a config
+// whose plugin is missing makes NetworkReady false with a reason, refuses
+// pod networks with FailedPrecondition and still runs host-network pods.
+func TestCRINetworkOutOfTheBox(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
 	empty := t.TempDir()
 	svc := startCRIService(t, env, "--cni-conf-dir="+empty)
 	c := dialCRI(t, svc)
 	t.Cleanup(func() { removeAllPods(t, c) })
+	networkReady(t, c, true, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("outofthebox", "")})
+	must(t, "RunPodSandbox with no CNI config", err)
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: rp.PodSandboxId})
+	must(t, "PodSandboxStatus", err)
+	if ip := st.GetStatus().GetNetwork().GetIp(); !strings.HasPrefix(ip, "172.16.28.") {
+		t.Errorf("pod IP %q, want one of the built-in default network (172.16.28.0/24)", ip)
+	}
+
+	broken := t.TempDir()
+	conf := `{"cniVersion": "1.0.0", "name": "broken", "plugins": [{"type": "no-such-plugin"}]}`
+	if err := os.WriteFile(filepath.Join(broken, "10-broken.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc.stop()
+	svc.extraArgs = []string{"--cni-conf-dir=" + broken}
+	svc.Restart()
+	networkReady(t, c, false, "no-such-plugin")
+	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("nonet", "")})
+	if code := statusCode(err); code != "FailedPrecondition" {
+		t.Errorf("RunPodSandbox with a broken network: %v, want FailedPrecondition", err)
+	}
+	pc := podConfig("hostnet", "")
+	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}
+	if _, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc}); err != nil {
+		t.Errorf("host-network RunPodSandbox with a broken network: %v", err)
+	}
+}
+
+// networkReady checks the Status conditions: RuntimeReady, and NetworkReady
+// as want (with a message containing why when it is false).
+func networkReady(t *testing.T, c *criClient, want bool, why string) {
+	t.Helper()
 	st, err := c.Status(rpcCtx(t), &runtimeapi.StatusRequest{})
 	must(t, "Status", err)
 	for _, cond := range st.Status.Conditions {
@@ -130,20 +166,9 @@ func TestCRINetworkNotReady(t *testing.T) {
 				t.Errorf("RuntimeReady is false: %v", cond)
 			}
 		case runtimeapi.NetworkReady:
-			if cond.Status || cond.Reason == "" || !strings.Contains(cond.Message, empty) {
-				t.Errorf("NetworkReady condition %v, want false with a reason naming %s", cond, empty)
+			if cond.Status != want || !want && (cond.Reason == "" || !strings.Contains(cond.Message, why)) {
+				t.Errorf("NetworkReady condition %v, want %v (%s)", cond, want, why)
 			}
 		}
-	}
-	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("nonet", "")})
-	if code := statusCode(err); code != "FailedPrecondition" {
-		t.Errorf("RunPodSandbox without a network: %v, want FailedPrecondition", err)
-	}
-	pc := podConfig("hostnet", "")
-	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc}); err != nil {
-		t.Errorf("host-network RunPodSandbox without a CNI network: %v", err)
 	}
 }
