@@ -51,16 +51,24 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 	if err != nil {
 		return nil, err
 	}
+	return res, s.underSweepLock(res, func() error {
+		return s.sweep(ctx, cutoff, keepBlobs, keepTrees, res)
+	})
+}
+
+// underSweepLock runs fn holding the sweep lock; while a fetch runs
+// anywhere it only cleans temporary files and sets res.SweepDeferred.
+func (s *Store) underSweepLock(res *GCResult, fn func() error) error {
 	sweep, err := s.trySweepLock()
 	if err != nil {
-		return res, err
+		return err
 	}
 	if sweep == nil {
 		res.SweepDeferred = true
-		return res, s.cleanTemp()
+		return s.cleanTemp()
 	}
 	defer sweep.Close()
-	return res, s.sweep(ctx, cutoff, keepBlobs, keepTrees, res)
+	return fn()
 }
 
 // SweepUnreferenced removes, whatever their age, the blobs and layer trees
@@ -69,25 +77,18 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 // anywhere it only cleans temporary files and sets SweepDeferred.
 func (s *Store) SweepUnreferenced(ctx context.Context) (*GCResult, error) {
 	res := &GCResult{}
-	sweep, err := s.trySweepLock()
-	if err != nil {
-		return res, err
-	}
-	if sweep == nil {
-		res.SweepDeferred = true
-		return res, s.cleanTemp()
-	}
-	defer sweep.Close()
-	// Under the sweep lock no fetch can record an image meanwhile.
-	var keepBlobs, keepTrees map[string]bool
-	if err := s.view(func(tx *txn) error {
-		var err error
-		keepBlobs, keepTrees, err = referenced(tx)
-		return err
-	}); err != nil {
-		return res, err
-	}
-	return res, s.sweep(ctx, time.Now(), keepBlobs, keepTrees, res)
+	return res, s.underSweepLock(res, func() error {
+		// Under the sweep lock no fetch can record an image meanwhile.
+		var keepBlobs, keepTrees map[string]bool
+		if err := s.view(func(tx *txn) error {
+			var err error
+			keepBlobs, keepTrees, err = referenced(tx)
+			return err
+		}); err != nil {
+			return err
+		}
+		return s.sweep(ctx, time.Now(), keepBlobs, keepTrees, res)
+	})
 }
 
 // sweep removes blobs and trees older than cutoff that are not kept (nor
