@@ -89,13 +89,39 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v /tests)
 unit:
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 20m $(UNIT_PKGS)
 
-tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest
+tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest $(TOOLSDIR)/kubelet
 
 $(TOOLSDIR)/crictl:
 	GOBIN=$(abspath $(TOOLSDIR)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRI_TOOLS_VERSION)
 
 $(TOOLSDIR)/critest:
 	./tests/build-critest.sh $(CRI_TOOLS_VERSION) $(abspath $(TOOLSDIR))
+
+# The kubelet of the smoke test and of e2e-node (Kubernetes version pinned by
+# tests/e2e-node/wrapper/go.mod).
+$(TOOLSDIR)/kubelet: tests/e2e-node/wrapper/go.mod tests/e2e-node/wrapper/go.sum
+	./tests/e2e-node/build-k8s.sh $(TOOLSDIR) kubelet
+
+# Kubernetes node conformance ([NodeConformance] minus Flaky, Slow, Serial)
+# against rkt, or RUNTIME=containerd (Debian's); see
+# Documentation/node-conformance.md. Root; one run at a time.
+E2E_DIR := $(BUILDDIR)/e2e-node
+RUNTIME ?= rkt
+E2E_FOCUS ?= \[NodeConformance\]
+E2E_SKIP ?= \[Flaky\]|\[Slow\]|\[Serial\]
+E2E_PROCS ?= 4
+.PHONY: e2e-node e2e-node-build
+e2e-node-build: all $(TOOLSDIR)/kubelet
+	./tests/e2e-node/build-k8s.sh $(E2E_DIR)/bin e2e_node.test agnhost ginkgo nnp
+	ln -f $(TOOLSDIR)/kubelet $(E2E_DIR)/bin/kubelet
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(E2E_DIR)/bin/registry ./tests/e2e-node/registry
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(E2E_DIR)/bin/e2e-summary ./tests/e2e-node/summary
+	./tests/e2e-node/build-images.sh $(E2E_DIR)/images $(E2E_DIR)/bin
+
+e2e-node: e2e-node-build
+	RUNTIME=$(RUNTIME) E2E_FOCUS='$(E2E_FOCUS)' E2E_SKIP='$(E2E_SKIP)' E2E_PROCS=$(E2E_PROCS) \
+		E2E_OUT=$(abspath $(E2E_DIR)) RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) \
+		./tests/e2e-node/run.sh
 
 # Functional tests drive the built binaries; they need root.
 functional: all tools
