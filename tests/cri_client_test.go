@@ -23,9 +23,15 @@ type criClient struct {
 // dialCRI connects to the service's socket; closed at cleanup.
 func dialCRI(t testing.TB, s *criService) *criClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+s.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return dialCRIEndpoint(t, "unix://"+s.Socket)
+}
+
+// dialCRIEndpoint connects to a CRI endpoint (unix://...); closed at cleanup.
+func dialCRIEndpoint(t testing.TB, endpoint string) *criClient {
+	t.Helper()
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatalf("cannot dial %s: %v", s.Socket, err)
+		t.Fatalf("cannot dial %s: %v", endpoint, err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &criClient{

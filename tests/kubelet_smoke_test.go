@@ -131,6 +131,8 @@ func (k *kubelet) stop() {
 		k.t.Logf("kubelet log (%s):\n%s", k.logPath, tail(string(b), 150))
 	}
 	exec.Command("umount", "-R", k.Root).Run()
+	for i := 0; i < 5 && syscall.Unmount(k.Root, syscall.MNT_DETACH) == nil; i++ {
+	}
 }
 
 // get returns the body of an HTTP(S) GET on the kubelet (self-signed TLS).

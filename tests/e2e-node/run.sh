@@ -111,6 +111,8 @@ state = "$run/containerd/state"
   address = "$sock.ttrpc"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "registry.k8s.io/pause:3.10.2"
+  # root here lacks CAP_SYS_RESOURCE: no oom_score_adj below containerd's own
+  restrict_oom_score_adj = true
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"

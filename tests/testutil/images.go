@@ -60,7 +60,10 @@ func BusyboxEntries(t testing.TB) []Entry {
 	entries = append(entries, Entry{Name: "bin/busybox", Mode: 0o755, Body: body})
 	for _, n := range names {
 		if n != "busybox" {
-			entries = append(entries, Hardlink("bin/"+n, "bin/busybox"))
+			// the mode of a hard link's header is the file's (containerd applies it)
+			l := Hardlink("bin/"+n, "bin/busybox")
+			l.Mode = 0o755
+			entries = append(entries, l)
 		}
 	}
 	entries = append(entries,
