@@ -94,9 +94,10 @@ type FetchOptions struct {
 // Fetch brings an image into the store and returns it. ref is an image ID
 // or unique ID prefix of an image already in the store, a registry
 // reference ("busybox", "docker://quay.io/x/y:1", "name@sha256:..."),
-// "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save) or
-// "oci:DIR[:tag]" (OCI image layout). Two processes fetching the same
-// image at once both succeed and the image is stored once.
+// "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save),
+// "oci:DIR[:tag]" (OCI image layout) or "aci:PATH" (an ACI of rkt 1.x). Two
+// processes fetching the same image at once both succeed and the image is
+// stored once.
 func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
 	if opts.PullPolicy == "" {
 		opts.PullPolicy = PullNew
@@ -104,6 +105,14 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if _, err := ParsePullPolicy(string(opts.PullPolicy)); err != nil {
 		return nil, err
 	}
+	return s.underFetchLock(ctx, opts, func(opts FetchOptions) (*Image, error) {
+		return s.fetch(ctx, ref, opts)
+	})
+}
+
+// underFetchLock runs fn, which stores an image, under the fetch lock and
+// removes what it stored if it fails.
+func (s *Store) underFetchLock(ctx context.Context, opts FetchOptions, fn func(FetchOptions) (*Image, error)) (*Image, error) {
 	if err := s.cleanTemp(); err != nil {
 		return nil, err
 	}
@@ -114,7 +123,7 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 		return nil, err
 	}
 	opts.written = &written{}
-	img, err := s.fetch(ctx, ref, opts)
+	img, err := fn(opts)
 	fl.Close()
 	if err != nil {
 		// A refused image leaves nothing behind.
@@ -135,6 +144,8 @@ func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 		return s.fetchDockerArchive(ctx, strings.TrimPrefix(ref, "docker-archive:"), opts)
 	case strings.HasPrefix(ref, "oci:"):
 		return s.fetchOCILayout(ctx, strings.TrimPrefix(ref, "oci:"), opts)
+	case strings.HasPrefix(ref, "aci:"):
+		return s.importACI(ctx, strings.TrimPrefix(ref, "aci:"), ACIOptions{}, opts)
 	}
 	// An image ID or ID prefix names what is in the store: no registry
 	// holds images by config digest.
