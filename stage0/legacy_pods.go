@@ -103,3 +103,32 @@ func (r *Runtime) legacyPodError(prefix string) error {
 	}
 	return nil
 }
+
+// ErrLegacyPodRunning: a pod of rkt 1.x still runs, so its data stays.
+var ErrLegacyPodRunning = errors.New("a pod of rkt 1.x is running")
+
+// RemoveLegacyPods deletes the pods rkt 1.x left in dataDir (unmounting
+// what is mounted below each first), its embryo/ directory and its locks/
+// and tmp/ directories. It refuses while one of its pods runs.
+func RemoveLegacyPods(dataDir string) error {
+	pods, err := LegacyPods(dataDir)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if p.Running {
+			return fmt.Errorf("pod %s (%s) is locked by a running rkt 1.x pod or command; stop it first (machinectl poweroff rkt-%s): %w", p.UUID, p.Dir, p.UUID, ErrLegacyPodRunning)
+		}
+	}
+	for _, p := range pods {
+		if err := removePodDir(p.Dir); err != nil {
+			return fmt.Errorf("cannot remove rkt 1.x pod %s: %w", p.UUID, err)
+		}
+	}
+	for _, d := range []string{filepath.Join("pods", legacyEmbryoDir), "locks", "tmp"} {
+		if err := os.RemoveAll(filepath.Join(dataDir, d)); err != nil {
+			return fmt.Errorf("cannot remove rkt 1.x's %s: %w", d, err)
+		}
+	}
+	return nil
+}

@@ -182,3 +182,46 @@ func (s *Store) ImportLegacy(ctx context.Context, l *Legacy) ([]LegacyImport, er
 	l.Imported = &rec
 	return out, nil
 }
+
+// LegacyState tells, without reading any ACI, whether rkt 1.x's store is
+// in dataDir and whether ImportLegacy ran on it.
+func LegacyState(dataDir string) (present, imported bool) {
+	cas := filepath.Join(dataDir, casDir)
+	for _, p := range []string{legacyDBFile, legacyBlobDir} {
+		if _, err := os.Stat(filepath.Join(cas, p)); err == nil {
+			present = true
+		}
+	}
+	_, err := os.Stat(filepath.Join(cas, legacyMarker))
+	return present, present && err == nil
+}
+
+// legacyDBWALRe matches the write-ahead log of the ql database (a dot
+// and the SHA-1 of its name).
+var legacyDBWALRe = regexp.MustCompile(`^\.[0-9a-f]{40}$`)
+
+// Remove deletes rkt 1.x's store: its database (and log and backups),
+// ACIs, manifests, rendered trees and lock directories, and the record
+// of the import. Nothing of this store is touched.
+func (l *Legacy) Remove() error {
+	paths := []string{
+		filepath.Join(l.Dir, legacyDBFile), filepath.Join(l.Dir, "db-backups"),
+		filepath.Join(l.Dir, "blob"), filepath.Join(l.Dir, "imageManifest"),
+		filepath.Join(l.Dir, "imagelocks"), filepath.Join(l.Dir, "treestorelocks"),
+		filepath.Join(l.Dir, legacyMarker),
+	}
+	if entries, err := os.ReadDir(filepath.Join(l.Dir, dbDir)); err == nil {
+		for _, e := range entries {
+			if legacyDBWALRe.MatchString(e.Name()) {
+				paths = append(paths, filepath.Join(l.Dir, dbDir, e.Name()))
+			}
+		}
+	}
+	paths = append(paths, l.Trees...)
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("cannot remove rkt 1.x's %s: %w", p, err)
+		}
+	}
+	return nil
+}
