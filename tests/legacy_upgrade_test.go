@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"modernc.org/ql"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -318,6 +319,26 @@ func TestLegacyUpgrade(t *testing.T) {
 	if r := env.RunOK("image", "list"); strings.Contains(r.Stderr, "rkt migrate") {
 		t.Errorf("rkt image list still asks for the migration: %s", r)
 	}
+
+	// The CRI lists none of rkt 1.x's pods, the imported images, and runs them.
+	svc := startCRIService(t, env)
+	c := dialCRI(t, svc)
+	ctx := rpcCtx(t)
+	if l, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("ListPodSandbox on a rkt 1.x node: %v, %v", l, err)
+	}
+	il, err := c.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil || len(il.Images) != 2 {
+		t.Errorf("ListImages after the migration: %v, %v", il, err)
+	}
+	if !strings.Contains(svc.Log(), "data of rkt 1.x found") {
+		t.Errorf("the service does not log rkt 1.x's data:\n%s", svc.Log())
+	}
+	logDir := filepath.Join(env.Root, "cri-logs")
+	os.MkdirAll(logDir, 0o755)
+	runPodWithContainer(t, c, "imported", "example.com/busybox:1.36", logDir)
+	removeAllPods(t, c)
+	svc.stop()
 
 	// The imported images run: the ACI's exec, the dependency's files below the app's.
 	r = env.RunOK("run", "--net=none", "example.com/busybox:1.36")
