@@ -13,22 +13,20 @@ import (
 )
 
 // rkt 1.x kept its pods in the same state directories (plus pods/embryo),
-// each with an appsinfo/ and a stage1/ directory (its pod manifest is an
-// appc PodManifest, which this rkt would misread). This rkt cannot run,
-// stop or clean them up (their stage1 is systemd-nspawn), so it leaves
-// them alone: listing, status, GC and image use pass over them.
+// each with an appsinfo/ directory, made first when it prepared one (its
+// pod manifest is an appc PodManifest, which this rkt would misread). This
+// rkt cannot run, stop or clean them up (their stage1 is systemd-nspawn),
+// so it leaves them alone: listing, status, GC and image use pass over
+// them.
 
 // legacyEmbryoDir is where rkt 1.x made pods before preparing them.
 const legacyEmbryoDir = "embryo"
 
-// isLegacyPod reports whether the pod directory dir was made by rkt 1.x.
+// isLegacyPod reports whether the pod directory dir was made by rkt 1.x
+// (one lstat: it runs for every pod a listing reads).
 func isLegacyPod(dir string) bool {
-	for _, d := range []string{"appsinfo", "stage1"} {
-		if fi, err := os.Lstat(filepath.Join(dir, d)); err == nil && fi.IsDir() {
-			return true
-		}
-	}
-	return false
+	fi, err := os.Lstat(dir + "/appsinfo")
+	return err == nil && fi.IsDir()
 }
 
 // LegacyPod is a pod directory of rkt 1.x.
