@@ -24,6 +24,7 @@ require (
 	k8s.io/cri-api v0.37.2
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	modernc.org/ql v1.4.32
 )
 
 require (
@@ -71,7 +72,6 @@ require (
 	modernc.org/internal v1.1.10 // indirect
 	modernc.org/lldb v1.0.8 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/ql v1.4.32 // indirect
 	modernc.org/sortutil v1.1.1 // indirect
 	modernc.org/strutil v1.2.1 // indirect
 	modernc.org/zappy v1.0.9 // indirect
