@@ -144,7 +144,6 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		if m.ACKind != "ImageManifest" || m.Name == "" {
 			return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
 		}
-		m.raw = b
 		return &m, nil
 	}
 }
