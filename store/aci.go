@@ -40,7 +40,6 @@ type ACIManifest struct {
 	Annotations   []aciKV  `json:"annotations,omitempty"`
 	Dependencies  []aciDep `json:"dependencies,omitempty"`
 	PathWhitelist []string `json:"pathWhitelist,omitempty"`
-	raw           json.RawMessage
 }
 
 type aciKV struct {
