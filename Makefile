@@ -125,7 +125,8 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
-	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage
+	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
+	./store:FuzzACI
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -17,6 +17,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/rkt/rkt/pkg/tarx"
 )
 
 // An ACI (App Container Image, rkt 1.x's image format) is a tar holding
@@ -179,6 +181,10 @@ func writeACILayer(path string, w io.Writer) error {
 		name, ok := strings.CutPrefix(cleanACIPath(h.Name), "rootfs/")
 		if !ok || strings.Trim(name, "/") == "" {
 			continue // the manifest, rootfs/ itself
+		}
+		if tarx.IsSparse(h) {
+			// a few bytes could stand for terabytes of layer
+			return fmt.Errorf("ACI %q: %q: %w: %w", path, h.Name, tarx.ErrSparse, ErrUnsupportedACI)
 		}
 		h.Name = name
 		if h.Typeflag == tar.TypeLink {
