@@ -193,7 +193,7 @@ type Machine struct {
 
 	dir     string
 	cgroups []string // our cgroup in each hierarchy
-	links   []string // host network links before the boot
+	netns   string   // the container's network namespace ("net:[inode]")
 	cmd     *exec.Cmd
 	done    chan error
 	pid     int  // the container's PID 1, as the host sees it
@@ -249,7 +249,6 @@ func (m *Machine) CopyFile(src, path string, mode os.FileMode) {
 // reports the system running with no failed unit.
 func (m *Machine) Boot() time.Duration {
 	m.T.Helper()
-	m.links = hostLinks()
 	procs := m.makeCgroups()
 	console, err := os.Create(m.Console)
 	if err != nil {
@@ -290,7 +289,9 @@ func (m *Machine) Boot() time.Duration {
 			m.T.Fatalf("systemd did not start within 90s:\n%s", m.ConsoleTail(40))
 		}
 		if m.pid == 0 {
-			m.pid = containerInit(m.cmd.Process.Pid)
+			if m.pid = containerInit(m.cmd.Process.Pid); m.pid != 0 {
+				m.netns, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/net", m.pid))
+			}
 		}
 	}
 	state, err := m.Exec("systemctl", "is-system-running", "--wait")
@@ -428,8 +429,9 @@ func (m *Machine) ConsoleTail(n int) string {
 // CheckHost fails the test for what the powered-off machine left on the
 // host: mounts under its directories (its overlay is unmounted first),
 // processes with its root or in its cgroups, cgroups (nspawn's payload and
-// supervisor, the pods') that cannot be removed once empty, and network
-// links that were not there before it booted.
+// supervisor, the pods') that cannot be removed once empty, and its network
+// namespace, held by a process or a mount (with it go the pods' bridge and
+// veths: --private-network gives the host none of them).
 func (m *Machine) CheckHost() {
 	m.T.Helper()
 	m.checked = true
@@ -451,11 +453,22 @@ func (m *Machine) leftovers() []string {
 			}
 		}
 	}
+	netnsInode := strings.TrimSuffix(strings.TrimPrefix(m.netns, "net:["), "]")
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && netnsInode != "" {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[3] == "net:["+netnsInode+"]" {
+				left = append(left, "the machine's network namespace mounted at "+f[4])
+			}
+		}
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		cmd := strings.ReplaceAll(string(cmdline), "\x00", " ")
 		if root, err := os.Readlink(filepath.Join(p, "root")); err == nil && under(root, m.dir) {
-			cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-			left = append(left, fmt.Sprintf("process %s (%s) with root %s", filepath.Base(p), strings.ReplaceAll(string(cmdline), "\x00", " "), root))
+			left = append(left, fmt.Sprintf("process %s (%s) with root %s", filepath.Base(p), cmd, root))
+		} else if ns, err := os.Readlink(filepath.Join(p, "ns/net")); err == nil && m.netns != "" && ns == m.netns {
+			left = append(left, fmt.Sprintf("process %s (%s) in the machine's network namespace", filepath.Base(p), cmd))
 		}
 	}
 	for _, cg := range m.cgroups {
@@ -476,22 +489,7 @@ func (m *Machine) leftovers() []string {
 			}
 		}
 	}
-	for _, l := range hostLinks() {
-		if !slices.Contains(m.links, l) {
-			left = append(left, "network link "+l)
-		}
-	}
 	return left
-}
-
-// hostLinks returns the names of the host's network links.
-func hostLinks() []string {
-	entries, _ := os.ReadDir("/sys/class/net")
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 func (m *Machine) cleanup() {
