@@ -31,8 +31,9 @@ timeout: 60
 //     which collects an exited pod;
 //   - "deb": `make deb`, then `apt install ./rkt_*.deb` on the clean rootfs:
 //     the group is created, the socket and timer enabled and started, and
-//     crictl runs a pod on the default network; `apt remove` stops the
-//     socket and removes its file.
+//     crictl runs a pod on the default network, which a reinstall (an
+//     upgrade) that restarts the service leaves running; `apt remove` stops
+//     the socket and removes its file.
 //
 // Each machine has no failed unit, powers off cleanly with pods running
 // and leaves nothing on the host (mounts, cgroups, links, processes).
@@ -69,6 +70,10 @@ func TestSystemdNspawn(t *testing.T) {
 		testGC(t, m)
 		checkNoFailedUnits(t, m)
 		t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
+		// systemd stopped the pods' supervisors on the way down
+		if b, _ := os.ReadFile(m.Console); strings.Count(string(b), "Stopped rkt-stage1-") < 2 {
+			t.Errorf("the console shows no stop of the two stage1 scopes:\n%s", m.ConsoleTail(40))
+		}
 		m.CheckHost()
 	})
 
@@ -106,6 +111,18 @@ func TestSystemdNspawn(t *testing.T) {
 		if out := m.MustExec("crictl", "exec", ctr, "echo", "hello from rkt"); out != "hello from rkt" {
 			t.Errorf("crictl exec printed %q", out)
 		}
+		// an upgrade (here the same version again) restarts the running
+		// service on the new binary; the pod keeps running
+		pid := m.MustExec("systemctl", "show", "-p", "MainPID", "--value", "rkt-kubelet-service.service")
+		m.MustExec("apt-get", "install", "--reinstall", "-y", "/root/"+filepath.Base(debs[0]))
+		checkUnit(t, m, "rkt-kubelet-service.service", "ActiveState=active")
+		if now := m.MustExec("systemctl", "show", "-p", "MainPID", "--value", "rkt-kubelet-service.service"); now == pid {
+			t.Errorf("the service was not restarted by the upgrade: MainPID %s", now)
+		}
+		if out := m.MustExec("crictl", "ps", "-q", "--no-trunc", "--state", "running"); !strings.Contains(out, ctr) {
+			t.Errorf("container %s is not running after the upgrade:\n%s", ctr, out)
+		}
+		m.MustExec("crictl", "exec", ctr, "true")
 		m.MustExec("crictl", "stop", ctr)
 		m.MustExec("crictl", "rm", ctr)
 		m.MustExec("crictl", "stopp", pod)

@@ -97,7 +97,7 @@ func DebianRootfs(t testing.TB) string {
 	}
 	mirror := os.Getenv(EnvDebianMirror)
 	if mirror == "" {
-		if mirror, err = aptMirror(suite); err != nil {
+		if mirror, err = aptMirror("/etc/apt", suite); err != nil {
 			t.Fatalf("no Debian mirror for mmdebstrap (set $%s): %v", EnvDebianMirror, err)
 		}
 	}
@@ -135,12 +135,13 @@ func debianSuite() (string, error) {
 	return "", fmt.Errorf("no VERSION_CODENAME in /etc/os-release")
 }
 
-// aptMirror returns the first URI that apt's sources give for suite, in
-// the one-line (sources.list) or deb822 (*.sources) format.
-func aptMirror(suite string) (string, error) {
-	files := []string{"/etc/apt/sources.list"}
-	for _, pat := range []string{"/etc/apt/sources.list.d/*.list", "/etc/apt/sources.list.d/*.sources"} {
-		m, _ := filepath.Glob(pat)
+// aptMirror returns the first URI that apt's sources (in aptDir, as
+// /etc/apt) give for suite, in the one-line (sources.list) or deb822
+// (*.sources) format.
+func aptMirror(aptDir, suite string) (string, error) {
+	files := []string{filepath.Join(aptDir, "sources.list")}
+	for _, pat := range []string{"sources.list.d/*.list", "sources.list.d/*.sources"} {
+		m, _ := filepath.Glob(filepath.Join(aptDir, pat))
 		files = append(files, m...)
 	}
 	for _, f := range files {
@@ -402,9 +403,12 @@ func (m *Machine) MustExec(args ...string) string {
 }
 
 // Poweroff runs `systemctl poweroff` and waits for nspawn to exit; it
-// fails the test unless the container shut down cleanly within 60s.
+// fails the test unless the container shut down within 60s, nspawn exited
+// with status 0 and systemd reported no unit failing or timing out on the
+// way down.
 func (m *Machine) Poweroff() time.Duration {
 	m.T.Helper()
+	before, _ := os.ReadFile(m.Console)
 	start := time.Now()
 	m.MustExec("systemctl", "poweroff")
 	select {
@@ -417,7 +421,16 @@ func (m *Machine) Poweroff() time.Duration {
 	case <-time.After(60 * time.Second):
 		m.T.Fatalf("the machine did not power off within 60s:\n%s", m.ConsoleTail(40))
 	}
-	return time.Since(start)
+	took := time.Since(start)
+	after, _ := os.ReadFile(m.Console)
+	if len(after) >= len(before) {
+		for _, l := range strings.Split(string(after[len(before):]), "\n") {
+			if strings.Contains(l, "FAILED") || strings.Contains(strings.ToLower(l), "timed out") {
+				m.T.Errorf("shutdown: %s", strings.TrimSpace(l))
+			}
+		}
+	}
+	return took
 }
 
 // ConsoleTail returns the last n lines of the console output.
