@@ -207,7 +207,7 @@ type Machine struct {
 func NewMachine(t testing.TB, rootfs string) *Machine {
 	t.Helper()
 	dir := t.TempDir()
-	m := &Machine{T: t, Name: "rkt-test-" + randHex(4), dir: dir, Root: filepath.Join(dir, "root"),
+	m := &Machine{T: t, Name: "rkt-nspawn-" + randHex(4), dir: dir, Root: filepath.Join(dir, "root"),
 		DataDir: filepath.Join(dir, "data"), Console: filepath.Join(dir, "console.log")}
 	for _, d := range []string{filepath.Join(dir, "upper"), filepath.Join(dir, "work"), m.Root, m.DataDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
