@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ import (
 type migrateFlags struct {
 	dryRun bool
 	remove bool
+	once   bool
 }
 
 func init() {
@@ -43,6 +45,7 @@ its index, ACIs and trees. See Documentation/upgrading.md.`,
 	}
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "only report; import and remove nothing")
 	cmd.Flags().BoolVar(&f.remove, "remove-legacy", false, "after importing, delete rkt 1.x's pods, index, ACIs and trees")
+	cmd.Flags().BoolVar(&f.once, "once", false, "import nothing if rkt 1.x's images were imported before (for the package's upgrade step)")
 	subcommands = append(subcommands, cmd)
 }
 
@@ -66,7 +69,9 @@ func runMigrate(ctx context.Context, w io.Writer, f migrateFlags) error {
 	if legacy != nil {
 		fmt.Fprintf(w, "rkt 1.x store in %s: %d ACIs (%d bytes), %d rendered trees, index %s\n",
 			legacy.Dir, len(legacy.Images), legacy.Bytes, len(legacy.Trees), orNone(legacy.Index))
-		if !f.dryRun {
+		if f.once && legacy.Imported != nil {
+			fmt.Fprintf(w, "its images were imported at %s (`rkt migrate` imports them again)\n", legacy.Imported.At.Format(time.RFC3339))
+		} else if !f.dryRun {
 			st, err := openStore()
 			if err != nil {
 				return err

@@ -209,7 +209,8 @@ func TestRKT1UpgradeUnits(t *testing.T) {
 
 	// Again: nothing to do, nothing changed.
 	out = upgrade()
-	if strings.Contains(out, "disabled") || strings.Contains(out, "enabled rkt-kubelet") {
+	if strings.Contains(out, "disabled") || strings.Contains(out, "enabled rkt-kubelet") || strings.Contains(out, "imported sha512-") ||
+		!strings.Contains(out, "were imported at") {
 		t.Errorf("second rkt1-upgrade acted again:\n%s", out)
 	}
 	if again := links(t, root); strings.Join(again, " ") != strings.Join(want, " ") {

@@ -95,19 +95,7 @@ func buildRKT1Node(t *testing.T, dir string) *rkt1Node {
 		if a.name == "example.com/motd" {
 			a.manifest["dependencies"] = []map[string]any{{"imageName": "example.com/busybox", "imageID": n.keys["example.com/busybox"]}}
 		}
-		b := aciEntries(t, a.manifest, a.rootfs)
-		sum := sha512.Sum512(b)
-		key := "sha512-" + hex.EncodeToString(sum[:])[:64]
-		n.keys[a.name] = key
-		for store, body := range map[string][]byte{"blob": b, "imageManifest": mustJSON(t, a.manifest)} {
-			p := filepath.Join(dir, "cas", store, "sha512", key[7:9], key)
-			if err := os.MkdirAll(filepath.Dir(p), 0o2770); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, body, 0o660); err != nil {
-				t.Fatal(err)
-			}
-		}
+		n.keys[a.name] = putRKT1ACI(t, dir, a.manifest, a.rootfs)
 	}
 	// A rendered tree of the busybox image, as rkt 1.x's treestore keeps it.
 	tree := filepath.Join(dir, "cas/tree/deps-"+n.keys["example.com/busybox"])
@@ -135,6 +123,25 @@ func buildRKT1Node(t *testing.T, dir string) *rkt1Node {
 		n.running = uuid
 	}
 	return n
+}
+
+// putRKT1ACI stores an ACI as rkt 1.x's store did: the tar under its key
+// (half a SHA-512) in cas/blob, its manifest in cas/imageManifest.
+func putRKT1ACI(t *testing.T, dir string, manifest map[string]any, rootfs []testutil.Entry) string {
+	t.Helper()
+	b := aciEntries(t, manifest, rootfs)
+	sum := sha512.Sum512(b)
+	key := "sha512-" + hex.EncodeToString(sum[:])[:64]
+	for store, body := range map[string][]byte{"blob": b, "imageManifest": mustJSON(t, manifest)} {
+		p := filepath.Join(dir, "cas", store, "sha512", key[7:9], key)
+		if err := os.MkdirAll(filepath.Dir(p), 0o2770); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, body, 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return key
 }
 
 func mustJSON(t *testing.T, v any) []byte {
