@@ -84,6 +84,11 @@ type FetchOptions struct {
 	// does) while the next layers download, so that a pod can start from
 	// the image without waiting for the unpacking.
 	Unpack bool
+	// RegistryOnly refuses references to files and directories of this
+	// host (archives, OCI layouts, ACIs), for callers whose references come
+	// from requests the host's files must not be exposed to: a CRI client's
+	// image names come from pod specs.
+	RegistryOnly bool
 	// IdleTimeout fails the fetch once a registry sends nothing for that
 	// long (0: $RKT_FETCH_IDLE_TIMEOUT, else DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -135,8 +140,25 @@ func (s *Store) underFetchLock(ctx context.Context, opts FetchOptions, fn func(F
 	return img, nil
 }
 
+// localPrefixes are the transports that read this host's files.
+var localPrefixes = []string{"oci-archive:", "docker-archive:", "oci:", "aci:"}
+
+// IsLocalRef reports whether ref names a file or directory of this host
+// rather than an image of a registry or of the store.
+func IsLocalRef(ref string) bool {
+	for _, p := range localPrefixes {
+		if strings.HasPrefix(ref, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // fetch is Fetch under the fetch lock.
 func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
+	if opts.RegistryOnly && IsLocalRef(ref) {
+		return nil, fmt.Errorf("image %q names a file of this host; only registry images can be pulled here: %w", ref, ErrInvalidRef)
+	}
 	switch {
 	case strings.HasPrefix(ref, "oci-archive:"):
 		return s.fetchOCIArchive(ctx, strings.TrimPrefix(ref, "oci-archive:"), opts)
