@@ -3,6 +3,7 @@ package stage0
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,21 @@ func makeAppFS(appDir string) error {
 		}
 	}
 	return nil
+}
+
+// preFSUpperDir is where apps made before the fs/ directory (rootfs,
+// upper and work directly in the app directory) have their upper dir.
+const preFSUpperDir = "upper"
+
+// appUpperDir returns an app's overlay upper directory: fs/upper, or upper
+// for an app of a pod made by an rkt from before fs/ that still runs.
+func appUpperDir(appDir string) string {
+	if _, err := os.Lstat(filepath.Join(appDir, schema.AppFSDir)); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Lstat(filepath.Join(appDir, preFSUpperDir)); err == nil && fi.IsDir() {
+			return filepath.Join(appDir, preFSUpperDir)
+		}
+	}
+	return filepath.Join(appDir, schema.AppUpperDir)
 }
 
 // mountRootfs mounts the app's overlay rootfs (image layers as lowerdirs,

@@ -57,7 +57,7 @@ func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
 		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
 	}
 	return &AppStats{Timestamp: time.Now(), Stats: *cg,
-		WritableLayer: dirUsage(filepath.Join(ps.Dir, schema.AppsDir, as.Name, schema.AppUpperDir))}, nil
+		WritableLayer: dirUsage(appUpperDir(filepath.Join(ps.Dir, schema.AppsDir, as.Name)))}, nil
 }
 
 // findAppStatus returns the named app; "" names the only one.
