@@ -157,6 +157,13 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 YAML
 
+# --system-cgroups=/system would move every process of the root cgroup (PID 1
+# included) there; the kubelet and runtime cgroups go with it.
+kflags="--system-cgroups= --kubelet-cgroups= --runtime-cgroups="
+# cAdvisor knows only containerd's and CRI-O's containers: the kubelet takes
+# rkt's pod stats (network, processes) from the CRI.
+[ "$runtime" = rkt ] && kflags="$kflags --feature-gates=PodAndContainerStatsFromCRI=true"
+
 cd "$run"
 status=0
 "$bin/ginkgo" --procs="$procs" --focus="$focus" --skip="$skip" --timeout="${E2E_TIMEOUT:-3h}" \
@@ -164,7 +171,7 @@ status=0
 	"$bin/e2e_node.test" -- \
 	--container-runtime-endpoint="unix://$sock" --image-service-endpoint="unix://$sock" \
 	--prepull-images=false --kubelet-config-file="$run/kubelet-base.yaml" \
-	--kubelet-flags="--system-cgroups= --kubelet-cgroups= --runtime-cgroups=" \
+	--kubelet-flags="$kflags" \
 	--report-dir="$run/report" --node-name="$(hostname)" \
 	>"$run/ginkgo.log" 2>&1 || status=$?
 "$bin/e2e-summary" -runtime "$runtime" "$run/report/report.json" | tee "$run/summary.txt"
