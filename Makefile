@@ -111,7 +111,7 @@ E2E_FOCUS ?= \[NodeConformance\]
 E2E_SKIP ?= \[Flaky\]|\[Slow\]|\[Serial\]
 E2E_PROCS ?= 4
 .PHONY: e2e-node e2e-node-build
-e2e-node-build: all $(TOOLSDIR)/kubelet
+e2e-node-build: all $(TOOLSDIR)/kubelet $(TOOLSDIR)/crictl
 	./tests/e2e-node/build-k8s.sh $(E2E_DIR)/bin e2e_node.test agnhost ginkgo nnp
 	ln -f $(TOOLSDIR)/kubelet $(E2E_DIR)/bin/kubelet
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(E2E_DIR)/bin/registry ./tests/e2e-node/registry
@@ -120,7 +120,7 @@ e2e-node-build: all $(TOOLSDIR)/kubelet
 
 e2e-node: e2e-node-build
 	RUNTIME=$(RUNTIME) E2E_FOCUS='$(E2E_FOCUS)' E2E_SKIP='$(E2E_SKIP)' E2E_PROCS=$(E2E_PROCS) \
-		E2E_OUT=$(abspath $(E2E_DIR)) RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) \
+		CRICTL=$(abspath $(TOOLSDIR))/crictl E2E_OUT=$(abspath $(E2E_DIR)) RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) \
 		./tests/e2e-node/run.sh
 
 # Functional tests drive the built binaries; they need root.

@@ -5,7 +5,7 @@
 # Documentation/node-conformance.md.
 #
 # Environment: RUNTIME (rkt|containerd), E2E_FOCUS, E2E_SKIP, E2E_PROCS,
-# E2E_OUT (default build/e2e-node), RKT_BIN, RKT_STAGE1, E2E_TIMEOUT.
+# E2E_OUT (default build/e2e-node), RKT_BIN, RKT_STAGE1, CRICTL, E2E_TIMEOUT.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +30,11 @@ for p in 6443 10248 10250 10255 "$regport"; do
 	fi
 done
 
+crictl=${CRICTL:-$top/build/tools/crictl}
+if [ -d "$run" ] && grep -q " $run/" /proc/self/mounts; then
+	echo "run.sh: $run still has mounts (pods of an interrupted run?); remove them first" >&2
+	exit 1
+fi
 rm -rf "$run"
 mkdir -p "$run/report" "$run/net.d" "$run/path"
 pids=()
@@ -41,6 +46,11 @@ for s in "${sysctls[@]}"; do saved[$s]=$(cat "/proc/sys/$s"); done
 
 cleanup() {
 	local i
+	# The suite's last pods may outlive the kubelet: remove them through the
+	# CRI (stage1 keeps rkt pods running without the service).
+	if [ -S "${sock:-}" ]; then
+		"$crictl" -r "unix://$sock" -i "unix://$sock" rmp -a -f >"$run/cleanup.log" 2>&1 || true
+	fi
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		kill -TERM "${pids[$i]}" 2>/dev/null || true
 		wait "${pids[$i]}" 2>/dev/null || true
