@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 )
@@ -97,6 +98,7 @@ func (c *criService) containerStats(ctx context.Context, ct *container) (*runtim
 		return nil, fmt.Errorf("cannot read the stats of container %s: %w", ct.id, err)
 	}
 	out.Cpu, out.Memory = c.usage(ct.id, s)
+	out.Io = ioUsage(s)
 	out.WritableLayer = &runtimeapi.FilesystemUsage{
 		Timestamp:  s.Timestamp.UnixNano(),
 		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.WritableLayer.Mountpoint},
@@ -126,7 +128,27 @@ func (c *criService) usage(key string, s *stage0.AppStats) (*runtimeapi.CpuUsage
 	if s.MemoryLimit > 0 && s.MemoryLimit < unlimited && s.MemoryLimit > s.MemoryWorkingSet {
 		mem.AvailableBytes = &runtimeapi.UInt64Value{Value: s.MemoryLimit - s.MemoryWorkingSet}
 	}
+	cpu.Psi, mem.Psi = psiStats(s.CPUPressure), psiStats(s.MemoryPressure)
 	return cpu, mem
+}
+
+// ioUsage is the CRI's I/O usage (pressure only); nil without PSI.
+func ioUsage(s *stage0.AppStats) *runtimeapi.IoUsage {
+	if s.IOPressure == nil {
+		return nil
+	}
+	return &runtimeapi.IoUsage{Timestamp: s.Timestamp.UnixNano(), Psi: psiStats(s.IOPressure)}
+}
+
+// psiStats converts a cgroup pressure file to the CRI's; nil stays nil.
+func psiStats(p *cgstats.PSI) *runtimeapi.PsiStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d cgstats.PSIData) *runtimeapi.PsiData {
+		return &runtimeapi.PsiData{Total: d.Total, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &runtimeapi.PsiStats{Full: data(p.Full), Some: data(p.Some)}
 }
 
 // cpuSampler remembers the last CPU sample of each container (or pod) to

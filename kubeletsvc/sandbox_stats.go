@@ -103,6 +103,7 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.
 		return nil, fmt.Errorf("cannot read the stats of pod sandbox %s: %w", s.ID(), err)
 	}
 	out.Linux.Cpu, out.Linux.Memory = c.usage(s.ID(), ps)
+	out.Linux.Io = ioUsage(ps)
 	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
 	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		out.Linux.Network = networkUsage(ps)

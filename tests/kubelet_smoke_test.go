@@ -21,9 +21,6 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
-// kubeletPorts are the fixed ports of a kubelet (healthz, API, read-only).
-var kubeletPorts = []int{10248, 10250, 10255}
-
 // kubeletSysctls are the sysctls a kubelet sets at start.
 var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
 	"kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
@@ -35,9 +32,12 @@ type kubelet struct {
 	Root      string // --root-dir
 	Manifests string // static pod directory
 	NodeName  string
-	logPath   string
-	cmd       *exec.Cmd
-	done      chan struct{}
+	// Ports on 127.0.0.1 (free ones, not the defaults, so that a node e2e
+	// run may go on meanwhile).
+	HealthzPort, Port, ReadOnlyPort int
+	logPath                         string
+	cmd                             *exec.Cmd
+	done                            chan struct{}
 }
 
 // startKubelet starts a standalone kubelet on the CRI endpoint and waits
@@ -46,14 +46,9 @@ type kubelet struct {
 func startKubelet(t testing.TB, endpoint, root string) *kubelet {
 	t.Helper()
 	bin := toolPath(t, "kubelet")
-	for _, p := range kubeletPorts {
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second); err == nil {
-			c.Close()
-			t.Fatalf("port %d is in use: another kubelet runs on this host", p)
-		}
-	}
 	k := &kubelet{t: t, Root: root, Manifests: filepath.Join(root, "manifests"), NodeName: "rkt-smoke",
-		logPath: filepath.Join(root, "kubelet.log")}
+		logPath:     filepath.Join(root, "kubelet.log"),
+		HealthzPort: freePort(t), Port: freePort(t), ReadOnlyPort: freePort(t)}
 	if err := os.MkdirAll(k.Manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +61,9 @@ func startKubelet(t testing.TB, endpoint, root string) *kubelet {
 kind: KubeletConfiguration
 address: 127.0.0.1
 healthzBindAddress: 127.0.0.1
-readOnlyPort: 10255
+healthzPort: %d
+port: %d
+readOnlyPort: %d
 staticPodPath: %s
 podLogsDir: %s
 containerRuntimeEndpoint: %s
@@ -88,7 +85,7 @@ evictionHard: {memory.available: 1Mi, nodefs.available: 1%%, imagefs.available: 
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 featureGates: {PodAndContainerStatsFromCRI: true}
-`, k.Manifests, filepath.Join(root, "logs"), endpoint)
+`, k.HealthzPort, k.Port, k.ReadOnlyPort, k.Manifests, filepath.Join(root, "logs"), endpoint)
 	cfgPath := filepath.Join(root, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -110,7 +107,7 @@ featureGates: {PodAndContainerStatsFromCRI: true}
 	go func() { k.cmd.Wait(); close(k.done) }()
 	t.Cleanup(k.stop)
 	k.waitFor("healthz", time.Minute, func() error {
-		_, err := k.get("http://127.0.0.1:10248/healthz")
+		_, err := k.get(fmt.Sprintf("http://127.0.0.1:%d/healthz", k.HealthzPort))
 		return err
 	})
 	return k
@@ -133,6 +130,11 @@ func (k *kubelet) stop() {
 	exec.Command("umount", "-R", k.Root).Run()
 	for i := 0; i < 5 && syscall.Unmount(k.Root, syscall.MNT_DETACH) == nil; i++ {
 	}
+}
+
+// url is an URL of the kubelet on 127.0.0.1.
+func (k *kubelet) url(scheme string, port int, path string) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, path)
 }
 
 // get returns the body of an HTTP(S) GET on the kubelet (self-signed TLS).
@@ -192,7 +194,7 @@ type kubeletPod struct {
 
 // pod returns the pod named name from the kubelet's /pods, or nil.
 func (k *kubelet) pod(name string) (*kubeletPod, error) {
-	b, err := k.get("http://127.0.0.1:10255/pods")
+	b, err := k.get(k.url("http", k.ReadOnlyPort, "/pods"))
 	if err != nil {
 		return nil, err
 	}
@@ -268,17 +270,17 @@ spec:
 		t.Errorf("pod IP %q, want a pod network address", p.Status.PodIP)
 	}
 
-	logs, err := k.get("https://127.0.0.1:10250/containerLogs/default/" + name + "/app")
+	logs, err := k.get(k.url("https", k.Port, "/containerLogs/default/"+name+"/app"))
 	if err != nil || !strings.Contains(string(logs), "smoke-hello") {
 		t.Errorf("container logs through the kubelet: %q, %v", logs, err)
 	}
-	prev, err := k.get("https://127.0.0.1:10250/containerLogs/default/" + name + "/app?previous=true")
+	prev, err := k.get(k.url("https", k.Port, "/containerLogs/default/"+name+"/app?previous=true"))
 	if err != nil || !strings.Contains(string(prev), "smoke-hello") {
 		t.Errorf("logs of the restarted container: %q, %v", prev, err)
 	}
 
 	k.waitFor("pod and container stats in /stats/summary", time.Minute, func() error {
-		b, err := k.get("http://127.0.0.1:10255/stats/summary")
+		b, err := k.get(k.url("http", k.ReadOnlyPort, "/stats/summary"))
 		if err != nil {
 			return err
 		}
@@ -330,8 +332,14 @@ spec:
 // and log stats for each of its containers.
 func checkSummary(b []byte, pod string) error {
 	type fs struct{ UsedBytes, CapacityBytes *uint64 }
-	type cpu struct{ UsageCoreNanoSeconds *uint64 }
-	type mem struct{ WorkingSetBytes *uint64 }
+	type cpu struct {
+		UsageCoreNanoSeconds *uint64
+		PSI                  *struct{ Some, Full struct{ Total uint64 } }
+	}
+	type mem struct {
+		WorkingSetBytes *uint64
+		PSI             *struct{ Some, Full struct{ Total uint64 } }
+	}
 	var s struct {
 		Pods []struct {
 			PodRef  struct{ Name string }
@@ -372,6 +380,9 @@ func checkSummary(b []byte, pod string) error {
 				c.Rootfs == nil || c.Rootfs.UsedBytes == nil || c.Logs == nil || c.Logs.UsedBytes == nil {
 				return fmt.Errorf("container %s of pod %s lacks CPU, memory, rootfs or log stats: %s", c.Name, pod, b)
 			}
+			if hostHasCgroupPSI() && (c.CPU.PSI == nil || c.Memory.PSI == nil || p.CPU.PSI == nil) {
+				return fmt.Errorf("container %s of pod %s lacks pressure (PSI) stats: %s", c.Name, pod, b)
+			}
 		}
 		return nil
 	}
@@ -397,4 +408,15 @@ func removeSandboxes(t testing.TB, c *criClient) {
 			t.Errorf("RemovePodSandbox %s: %v", s.Id, err)
 		}
 	}
+}
+
+// hostHasCgroupPSI reports whether cgroups here have pressure files: the
+// kernel has PSI and a unified hierarchy is mounted (alone or beside v1).
+func hostHasCgroupPSI() bool {
+	for _, f := range []string{"/sys/fs/cgroup/cpu.pressure", "/sys/fs/cgroup/unified/cpu.pressure"} {
+		if _, err := os.Stat(f); err == nil {
+			return true
+		}
+	}
+	return false
 }

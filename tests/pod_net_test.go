@@ -112,7 +112,7 @@ func TestPodNetNoneAndHost(t *testing.T) {
 }
 
 // freePort returns a TCP port free on 127.0.0.1 right now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -41,7 +41,25 @@ type Stats struct {
 	// ("Read", "Write").
 	BlkioBytes, BlkioOps map[string]map[string]uint64
 
+	// CPUPressure, MemoryPressure and IOPressure are the cgroup's pressure
+	// stall information, read from the unified hierarchy (also mounted
+	// beside v1 ones, at unified/); nil where the kernel has none.
+	CPUPressure, MemoryPressure, IOPressure *PSI
+
 	Missing []string
+}
+
+// PSI is a cgroup v2 pressure file (cpu.pressure, ...): the share of time
+// some or all tasks of the cgroup stalled.
+type PSI struct {
+	Some, Full PSIData
+}
+
+// PSIData is one line of a pressure file: averages in percent over 10, 60
+// and 300 s, and the total stall time in microseconds.
+type PSIData struct {
+	Avg10, Avg60, Avg300 float64
+	Total                uint64
 }
 
 // V2 reports whether the unified hierarchy is the only one.
@@ -98,6 +116,9 @@ func read(r *reader) (*Stats, error) {
 		return nil, r.err
 	}
 	r.readProcs()
+	r.s.CPUPressure = r.psi("cpu.pressure")
+	r.s.MemoryPressure = r.psi("memory.pressure")
+	r.s.IOPressure = r.psi("io.pressure")
 	return r.s, nil
 }
 
@@ -245,6 +266,63 @@ func (r *reader) readV2() {
 	if b, err := os.ReadFile(r.file("", "cgroup.threads")); err == nil {
 		s.Threads = uint64(len(strings.Fields(string(b))))
 	}
+}
+
+// psi parses a pressure file of the cgroup in the unified hierarchy; nil
+// when it is missing (no PSI in the kernel, or no unified hierarchy).
+func (r *reader) psi(name string) *PSI {
+	p := r.path
+	dir := Root
+	if !r.v2 {
+		dir = filepath.Join(Root, "unified")
+		if q, ok := r.paths[""]; ok {
+			p = q
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, p, name))
+	if err != nil {
+		return nil
+	}
+	return parsePSI(string(b))
+}
+
+// parsePSI parses "some avg10=0.00 avg60=0.00 avg300=0.00 total=0" lines
+// (and "full ..."); nil if there is no "some" line.
+func parsePSI(s string) *PSI {
+	var out PSI
+	some := false
+	for _, line := range strings.Split(s, "\n") {
+		fl := strings.Fields(line)
+		if len(fl) == 0 {
+			continue
+		}
+		var d *PSIData
+		switch fl[0] {
+		case "some":
+			d, some = &out.Some, true
+		case "full":
+			d = &out.Full
+		default:
+			continue
+		}
+		for _, kv := range fl[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "avg10":
+				d.Avg10, _ = strconv.ParseFloat(v, 64)
+			case "avg60":
+				d.Avg60, _ = strconv.ParseFloat(v, 64)
+			case "avg300":
+				d.Avg300, _ = strconv.ParseFloat(v, 64)
+			case "total":
+				d.Total, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+	}
+	if !some {
+		return nil
+	}
+	return &out
 }
 
 // blkio parses a v1 "maj:min Op N" file.

@@ -67,6 +67,38 @@ func TestReadV1(t *testing.T) {
 	if s.BlkioBytes["8:0"]["Read"] != 4096 || s.BlkioBytes["8:0"]["Write"] != 512 {
 		t.Errorf("blkio %v", s.BlkioBytes)
 	}
+	if s.CPUPressure != nil || s.MemoryPressure != nil || s.IOPressure != nil {
+		t.Errorf("pressure without pressure files: %v %v %v", s.CPUPressure, s.MemoryPressure, s.IOPressure)
+	}
+}
+
+// PSI of a v1 host comes from the unified hierarchy mounted beside it.
+func TestReadPSIUnifiedBesideV1(t *testing.T) {
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	cg := "/pod/app"
+	write(t, root, "pids"+cg+"/cgroup.procs", "1\n")
+	write(t, root, "unified"+cg+"/cpu.pressure", "some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\nfull avg10=0.50 avg60=0.00 avg300=0.00 total=42\n")
+	write(t, root, "unified"+cg+"/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n")
+	s, err := Read(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &PSI{Some: PSIData{Avg10: 1.5, Avg60: 0.25, Total: 123456}, Full: PSIData{Avg10: 0.5, Total: 42}}
+	if !reflect.DeepEqual(s.CPUPressure, want) {
+		t.Errorf("cpu pressure %+v, want %+v", s.CPUPressure, want)
+	}
+	if s.MemoryPressure == nil || s.MemoryPressure.Some.Total != 7 || s.MemoryPressure.Full.Total != 3 {
+		t.Errorf("memory pressure %+v", s.MemoryPressure)
+	}
+	if s.IOPressure != nil {
+		t.Errorf("io pressure %+v without io.pressure", s.IOPressure)
+	}
+	if parsePSI("garbage") != nil {
+		t.Error("parsePSI of a file without a some line is not nil")
+	}
 }
 
 func TestReadMissingCgroup(t *testing.T) {
