@@ -22,14 +22,16 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 	}
 	resp := &runtimeapi.StatusResponse{
 		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeCond, netCond}},
-		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
-			Name: "",
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+	}
+	for _, name := range append([]string{""}, c.cfg.RuntimeHandlers...) {
+		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
+			Name: name,
 			Features: &runtimeapi.RuntimeHandlerFeatures{
 				RecursiveReadOnlyMounts: true,
 				UserNamespaces:          c.usernsErr == nil,
 			},
-		}},
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+		})
 	}
 	if r.GetVerbose() {
 		cfg := c.rt.Config()

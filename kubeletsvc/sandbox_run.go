@@ -25,7 +25,7 @@ import (
 // is created.
 func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := r.GetConfig()
-	if err := checkRuntimeHandler(r.GetRuntimeHandler()); err != nil {
+	if err := c.checkRuntimeHandler(r.GetRuntimeHandler()); err != nil {
 		return nil, err
 	}
 	opts, err := translateSandbox(cfg, r.GetRuntimeHandler())
@@ -75,13 +75,17 @@ func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSand
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: uuid}, nil
 }
 
-// checkRuntimeHandler accepts the default handler only.
-func checkRuntimeHandler(h string) error {
+// checkRuntimeHandler accepts the default handler and the names of
+// Config.RuntimeHandlers (which run the same way).
+func (c *criService) checkRuntimeHandler(h string) error {
 	switch h {
 	case "", runtimeName, "default":
 		return nil
 	}
-	return invalidf("unknown runtime handler %q (rkt has only the default handler)", h)
+	if slices.Contains(c.cfg.RuntimeHandlers, h) {
+		return nil
+	}
+	return invalidf("unknown runtime handler %q (rkt has the default handler and those of --runtime-handler)", h)
 }
 
 // maxHostname is the kernel's limit (HOST_NAME_MAX).

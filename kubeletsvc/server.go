@@ -35,6 +35,7 @@ type Config struct {
 	InsecureHTTP    bool          // allow plain HTTP to any registry
 	ShutdownTimeout time.Duration // bound on finishing in-flight calls; default 10s
 	RepairInterval  time.Duration // how often crash debris is collected besides at start; default 5m
+	RuntimeHandlers []string      // extra runtime handler names, run like the default handler
 	Logger          *slog.Logger  // default: slog.Default()
 }
 

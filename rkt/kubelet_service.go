@@ -28,6 +28,7 @@ type kubeletServiceFlags struct {
 	logLevel        string
 	shutdownTimeout time.Duration
 	repairInterval  time.Duration
+	runtimeHandlers []string
 }
 
 func init() {
@@ -54,6 +55,7 @@ service finds them again.`,
 	fl.StringSliceVar(&f.cniPluginDirs, "cni-bin-dir", buildinfo.PluginDirs(), "CNI plugin directories")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may take to finish on SIGTERM")
+	fl.StringSliceVar(&f.runtimeHandlers, "runtime-handler", nil, "extra runtime handler names (RuntimeClass handlers) run like the default one")
 	fl.DurationVar(&f.repairInterval, "repair-interval", kubeletsvc.DefaultRepairInterval, "how often to collect, besides at start, what crashes left: aborted pod creations, content of failed pulls")
 	subcommands = append(subcommands, cmd)
 }
@@ -87,6 +89,7 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 		InsecureHTTP:    insecure("http"),
 		ShutdownTimeout: f.shutdownTimeout,
 		RepairInterval:  f.repairInterval,
+		RuntimeHandlers: f.runtimeHandlers,
 		Logger:          logger,
 	})
 	if err != nil {

@@ -116,3 +116,34 @@ func TestCRIInvalidInput(t *testing.T) {
 		t.Fatalf("the service stopped answering: %v", err)
 	}
 }
+
+// TestCRIRuntimeHandlers: --runtime-handler names extra handlers (as a
+// RuntimeClass's) that run like the default one; others are refused.
+func TestCRIRuntimeHandlers(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--runtime-handler=test-handler")
+	c := dialCRI(t, svc)
+	ctx := rpcCtx(t)
+	t.Cleanup(func() { removeAllPods(t, c) })
+	st, err := c.Status(ctx, &runtimeapi.StatusRequest{})
+	must(t, "Status", err)
+	var names []string
+	for _, h := range st.RuntimeHandlers {
+		names = append(names, h.Name)
+	}
+	if len(names) != 2 || names[0] != "" || names[1] != "test-handler" {
+		t.Errorf("runtime handlers %q, want the default and test-handler", names)
+	}
+	r, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("handler", ""), RuntimeHandler: "test-handler"})
+	must(t, "RunPodSandbox with test-handler", err)
+	ps, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: r.PodSandboxId})
+	must(t, "PodSandboxStatus", err)
+	if ps.Status.RuntimeHandler != "test-handler" || ps.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox handler %q state %s, want test-handler and ready", ps.Status.RuntimeHandler, ps.Status.State)
+	}
+	_, err = c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("kata", ""), RuntimeHandler: "kata"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("RunPodSandbox with an unknown handler: %v, want InvalidArgument", err)
+	}
+}

@@ -197,7 +197,7 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 				endpoint = startContainerd(b, dir, reg.Addr, pause).Endpoint
 			}
 			c := dialCRIEndpoint(b, endpoint)
-			b.Cleanup(func() { removeSandboxes(b, c) })
+			b.Cleanup(func() { removeAllPods(b, c) })
 			ctx := rpcCtx(b)
 			for _, img := range []string{image, pause} {
 				if _, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
