@@ -2,7 +2,10 @@ package kubeletsvc
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,9 +46,34 @@ type ctrMetrics struct {
 	fsStat  *syscall.Statfs_t
 	fsDev   string
 	net     []stage0.InterfaceStats // the pod's
+	nofile  *uint64                 // soft RLIMIT_NOFILE of the container's first process
 }
 
 func one(v uint64) []sample { return []sample{{value: v}} }
+
+// softNofile reads the soft "Max open files" of pid from /proc/<pid>/limits.
+func softNofile(pid int) *uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return nil
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(l, "Max open files")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return nil
+		}
+		v, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return nil
+		}
+		return &v
+	}
+	return nil
+}
 
 func secs(ns uint64) uint64 { return ns / 1e9 }
 
@@ -77,6 +105,15 @@ var metricDefs = []metricDef{
 		return []sample{{[]string{"pgfault", "container"}, m.cg.MemoryPgFault}, {[]string{"pgmajfault", "container"}, m.cg.MemoryPgMajFault}}
 	}},
 	{"container_spec_memory_limit_bytes", "Memory limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryLimit) }},
+	{"container_spec_memory_reservation_limit_bytes", "Memory reservation limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(uint64(limit(m.cg.MemoryReservation))) }},
+	{"container_memory_events_high_total", "Number of times the container's memory usage went over its high boundary (cgroup v2).", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryHighEvents) }},
+	{"container_memory_events_max_total", "Number of times the container's memory usage was about to go over its limit.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemoryFailcnt) }},
+	{"container_ulimits_soft", "Soft ulimit values for the container root process. Unlimited if -1, except priority and nice", true, []string{"ulimit"}, func(m *ctrMetrics) []sample {
+		if m.nofile == nil {
+			return nil
+		}
+		return []sample{{[]string{"max_open_files"}, *m.nofile}}
+	}},
 	{"container_spec_memory_swap_limit_bytes", "Memory swap limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemorySwapLimit) }},
 	{"container_oom_events_total", "Count of out of memory events observed for the container.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.OOMKills) }},
 	{"container_processes", "Number of processes running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Processes) }},
@@ -92,18 +129,6 @@ var metricDefs = []metricDef{
 			return nil
 		}
 		return []sample{{[]string{m.fsDev}, m.fsStat.Blocks * uint64(m.fsStat.Bsize)}}
-	}},
-	{"container_fs_inodes_total", "Number of Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
-		if m.fsStat == nil {
-			return nil
-		}
-		return []sample{{[]string{m.fsDev}, m.fsStat.Files}}
-	}},
-	{"container_fs_inodes_free", "Number of available Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
-		if m.fsStat == nil {
-			return nil
-		}
-		return []sample{{[]string{m.fsDev}, m.fsStat.Ffree}}
 	}},
 	{"container_fs_reads_bytes_total", "Cumulative count of bytes read.", false, []string{"device"}, blkio(true, "Read")},
 	{"container_fs_writes_bytes_total", "Cumulative count of bytes written.", false, []string{"device"}, blkio(true, "Write")},
@@ -205,6 +230,9 @@ func (c *criService) containerMetrics(ctx context.Context, ct *container) ([]*ru
 	}
 	u := s.WritableLayer
 	m := &ctrMetrics{cg: &s.Stats, started: ct.app.StartedAt, fsUsed: u.Bytes, fsStat: u.Statfs, fsDev: u.Device}
+	if len(s.Pids) > 0 {
+		m.nofile = softNofile(s.Pids[0])
+	}
 	if ps, err := c.rt.PodStats(ctx, ct.sb.ID()); err == nil {
 		m.net = ps.Networks
 	}

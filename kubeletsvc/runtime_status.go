@@ -21,7 +21,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 		netCond.Message = "no usable CNI network for pods: " + why
 	}
 	resp := &runtimeapi.StatusResponse{
-		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeCond, netCond}},
+		Status:   &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeCond, netCond}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}
 	for _, name := range append([]string{""}, c.cfg.RuntimeHandlers...) {

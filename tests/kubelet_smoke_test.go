@@ -290,6 +290,22 @@ spec:
 	})
 
 	t.Logf("stats in /stats/summary after %s", time.Since(start).Round(time.Millisecond))
+	// Container metrics come from the CRI (ListPodSandboxMetrics) with the
+	// names and labels of cAdvisor's, as the node conformance spec of
+	// /metrics/cadvisor expects.
+	k.waitFor("container metrics in /metrics/cadvisor", time.Minute, func() error {
+		b, err := k.get(k.url("http", k.ReadOnlyPort, "/metrics/cadvisor"))
+		if err != nil {
+			return err
+		}
+		for _, m := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+			"container_memory_events_max_total", "container_spec_memory_reservation_limit_bytes", "container_ulimits_soft"} {
+			if !hasMetric(string(b), m, `container="app"`, `pod="`+name+`"`) {
+				return fmt.Errorf("no %s of container app of pod %s:\n%s", m, name, b)
+			}
+		}
+		return nil
+	})
 	if err := os.Remove(manifestPath); err != nil {
 		t.Fatal(err)
 	}
@@ -396,6 +412,24 @@ func checkSummary(b []byte, pod string) error {
 func hostHasCgroupPSI() bool {
 	for _, f := range []string{"/sys/fs/cgroup/cpu.pressure", "/sys/fs/cgroup/unified/cpu.pressure"} {
 		if _, err := os.Stat(f); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMetric reports whether a Prometheus text exposition has a sample of
+// metric whose labels include each of labels.
+func hasMetric(text, metric string, labels ...string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(l, metric+"{") {
+			continue
+		}
+		all := true
+		for _, want := range labels {
+			all = all && strings.Contains(l, want)
+		}
+		if all {
 			return true
 		}
 	}

@@ -31,6 +31,8 @@ type Stats struct {
 	MemoryWorkingSet                           uint64
 	MemoryPgFault, MemoryPgMajFault            uint64
 	MemoryLimit, MemorySwapLimit               uint64
+	MemoryReservation                          uint64 // v1 soft limit, v2 memory.low
+	MemoryHighEvents                           uint64 // v2 memory.events "high"
 	OOMKills                                   uint64
 
 	Processes, Threads, ThreadsMax uint64
@@ -216,6 +218,7 @@ func (r *reader) readV1() {
 	s.MemoryKernel = r.uint("memory", "memory.kmem.usage_in_bytes")
 	s.MemoryLimit = r.uint("memory", "memory.limit_in_bytes")
 	s.MemorySwapLimit = r.uint("memory", "memory.memsw.limit_in_bytes")
+	s.MemoryReservation = r.uint("memory", "memory.soft_limit_in_bytes")
 	ms := r.kv("memory", "memory.stat")
 	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = ms["cache"], ms["rss"], ms["mapped_file"], ms["swap"]
 	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
@@ -260,7 +263,8 @@ func (r *reader) readV2() {
 	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
 	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["inactive_file"])
 	ev := r.kv("", "memory.events")
-	s.MemoryFailcnt, s.OOMKills = ev["max"], ev["oom_kill"]
+	s.MemoryFailcnt, s.OOMKills, s.MemoryHighEvents = ev["max"], ev["oom_kill"], ev["high"]
+	s.MemoryReservation = r.uint("", "memory.low")
 	s.Processes = r.uint("", "pids.current")
 	s.ThreadsMax = r.uint("", "pids.max")
 	if b, err := os.ReadFile(r.file("", "cgroup.threads")); err == nil {
