@@ -18,7 +18,8 @@ out=${E2E_OUT:-$top/build/e2e-node}
 bin=$out/bin
 run=$out/run-$runtime
 regport=${E2E_REGISTRY_PORT:-5000}
-# Pod network of both runtimes: a bridge of this run only.
+# Both runtimes get the same bridge network (of this run only) and the
+# RuntimeClass handler "test-handler" the suite's RuntimeClass specs use.
 bridge=e2ebr0
 subnet=10.217.0.0/16
 
@@ -101,7 +102,8 @@ if [ "$runtime" = rkt ]; then
 JSON
 	"$rkt" --dir "$run/rkt-data" --local-config "$run/rkt-config" kubelet-service \
 		--socket "$sock" --socket-group root --stage1-path "$stage1" \
-		--cni-conf-dir "$run/net.d" --cgroup-parent /rkt-e2e-node >"$run/runtime.log" 2>&1 &
+		--cni-conf-dir "$run/net.d" --cgroup-parent /rkt-e2e-node \
+		--runtime-handler test-handler >"$run/runtime.log" 2>&1 &
 	pids+=($!)
 else
 	sock=$run/containerd.sock
@@ -130,6 +132,8 @@ state = "$run/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$run/certs.d"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
     runtime_type = "io.containerd.runc.v2"
 TOML
 	containerd --config "$run/containerd.toml" >"$run/runtime.log" 2>&1 &
