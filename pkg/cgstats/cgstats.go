@@ -220,8 +220,16 @@ func (r *reader) readV1() {
 	s.MemorySwapLimit = r.uint("memory", "memory.memsw.limit_in_bytes")
 	s.MemoryReservation = r.uint("memory", "memory.soft_limit_in_bytes")
 	ms := r.kv("memory", "memory.stat")
-	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = ms["cache"], ms["rss"], ms["mapped_file"], ms["swap"]
-	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
+	// The total_ figures include child cgroups (a pod's apps), as cAdvisor
+	// reads them; a leaf's are its own.
+	total := func(k string) uint64 {
+		if v, ok := ms["total_"+k]; ok {
+			return v
+		}
+		return ms[k]
+	}
+	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = total("cache"), total("rss"), total("mapped_file"), total("swap")
+	s.MemoryPgFault, s.MemoryPgMajFault = total("pgfault"), total("pgmajfault")
 	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["total_inactive_file"])
 	s.OOMKills = r.kv("memory", "memory.oom_control")["oom_kill"]
 	s.Processes = r.uint("pids", "pids.current")

@@ -134,3 +134,21 @@ func TestReadPidSelf(t *testing.T) {
 		t.Fatalf("ReadPid(self): pids %v cpu %d memory %d; want this process, cpu and memory used", s.Pids, s.CPUUsageNanos, s.MemoryUsage)
 	}
 }
+
+// A pod's cgroup has its apps' memory in the total_ figures of v1.
+func TestReadV1Hierarchical(t *testing.T) {
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	cg := "/pod"
+	write(t, root, "pids"+cg+"/cgroup.procs", "")
+	write(t, root, "memory"+cg+"/memory.stat", "rss 0\ncache 0\npgfault 0\ntotal_rss 4096\ntotal_cache 8192\ntotal_pgfault 5\n")
+	s, err := Read(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MemoryRSS != 4096 || s.MemoryCache != 8192 || s.MemoryPgFault != 5 {
+		t.Errorf("v1 rss %d cache %d pgfault %d, want the total_ figures 4096, 8192 and 5", s.MemoryRSS, s.MemoryCache, s.MemoryPgFault)
+	}
+}

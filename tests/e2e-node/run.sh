@@ -45,6 +45,19 @@ sysctls=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops
 declare -A saved
 for s in "${sysctls[@]}"; do saved[$s]=$(cat "/proc/sys/$s"); done
 
+# remove_nat_rules deletes the NAT rules of this run's network (CNI comment
+# name "e2e-node") that pods whose network teardown never ran left behind.
+remove_nat_rules() {
+	local n chains c
+	chains=$(iptables -t nat -S POSTROUTING | grep -F 'name: \"e2e-node\"' | grep -o 'CNI-[0-9a-f]*' || true)
+	for n in $(iptables -t nat -L POSTROUTING -n --line-numbers | grep -F '"e2e-node"' | awk '{print $1}' | sort -rn); do
+		iptables -t nat -D POSTROUTING "$n"
+	done
+	for c in $chains; do
+		iptables -t nat -F "$c" 2>/dev/null && iptables -t nat -X "$c" 2>/dev/null || true
+	done
+}
+
 cleanup() {
 	local i
 	# The suite's last pods may outlive the kubelet: remove them through the
@@ -65,6 +78,8 @@ cleanup() {
 		grep -o " $run/containerd[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount 2>/dev/null || true
 	fi
 	ip link del "$bridge" 2>/dev/null || true
+	remove_nat_rules
+	[ -z "${cadvisor_link:-}" ] || rm -f "$cadvisor_link"
 	for s in "${sysctls[@]}"; do echo "${saved[$s]}" >"/proc/sys/$s" 2>/dev/null || true; done
 }
 trap cleanup EXIT
@@ -138,6 +153,13 @@ state = "$run/containerd/state"
 TOML
 	containerd --config "$run/containerd.toml" >"$run/runtime.log" 2>&1 &
 	pids+=($!)
+	# The kubelet's cAdvisor finds containerd's containers only through
+	# /run/containerd/containerd.sock.
+	if [ ! -e /run/containerd/containerd.sock ]; then
+		mkdir -p /run/containerd
+		ln -s "$sock" /run/containerd/containerd.sock
+		cadvisor_link=/run/containerd/containerd.sock
+	fi
 fi
 wait_for "$runtime" 60 test -S "$sock"
 
