@@ -7,7 +7,8 @@
 //	stage1 userns --pod-dir=DIR [--netns=PATH] (creates <pod>/userns from the manifest)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
-// container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
+// container; `stage1 pidns` (pidns_holder.go, C) is the reaper of a pod's shared PID
+// namespace.
 package main
 
 import (
@@ -59,9 +60,6 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
-	if cmd == "pidns" {
-		os.Exit(runPIDNSHolder())
-	}
 	if cmd == "userns-hold" {
 		os.Exit(runUserNSHolder())
 	}
