@@ -94,7 +94,7 @@ func (r *Runtime) dropApp(p *pod, name string) error {
 			return err
 		}
 	}
-	return removePodDir(p.appDir(name))
+	return r.removeAppDir(p, name)
 }
 
 // findApp resolves an app name; empty means the pod's only app.

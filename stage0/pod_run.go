@@ -142,7 +142,7 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 			return err
 		}
 	}
-	for _, f := range []string{cleanedFile, schema.Stage1DiedFile} {
+	for _, f := range []string{cleanedFile, schema.Stage1DiedFile, schema.Stage1CleanFile} {
 		if err := os.Remove(filepath.Join(p.dir, f)); err != nil && !os.IsNotExist(err) {
 			return err
 		}

@@ -197,7 +197,7 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	if running {
 		ps.FinishedAt = time.Time{}
 	} else if ps.FinishedAt.IsZero() && !ps.StartedAt.IsZero() {
-		for _, f := range []string{schema.Stage1DiedFile, cleanedFile} {
+		for _, f := range []string{schema.Stage1DiedFile, schema.Stage1CleanFile, cleanedFile} {
 			if fi, err := os.Stat(filepath.Join(p.dir, f)); err == nil {
 				ps.FinishedAt = fi.ModTime()
 				break

@@ -35,7 +35,8 @@ type Config struct {
 	Debug        bool              // run stage1 with --debug
 	// Watch keeps the pods' state in memory (List, Status and AppSpec
 	// answer from it), kept coherent with the disk by inotify and pidfds,
-	// and their stats, refreshed every statsInterval in the background:
+	// and their stats, refreshed every statsInterval in the background,
+	// and deletes removed apps' directories in the background (app_drop.go):
 	// for long-lived callers (the kubelet-service); Close releases it.
 	Watch bool
 	// Logf receives debug messages; nil discards them.
@@ -63,6 +64,8 @@ type Runtime struct {
 	view    *podView    // nil unless Config.Watch
 	stats   *statsCache // nil unless Config.Watch
 	unwatch func()      // ends what Config.Watch started
+	// removals are the background deletions of removed apps (Config.Watch)
+	removals backgroundRemovals
 }
 
 // New returns a Runtime for cfg, filling defaults.
@@ -107,6 +110,7 @@ func New(cfg Config) (*Runtime, error) {
 
 // Close stops what New started for Config.Watch.
 func (r *Runtime) Close() {
+	r.waitRemovals("")
 	if r.view != nil {
 		r.unwatch()
 		r.view.close()

@@ -130,17 +130,21 @@ func (r *Runtime) cleanup(ctx context.Context, p *pod) error {
 		return nil
 	}
 	var errs []error
-	if _, err := os.Stat(filepath.Join(p.dir, schema.PodManifestFile)); err == nil {
-		gctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		out, err := exec.CommandContext(gctx, r.cfg.Stage1Path, "gc", "--pod-dir="+p.dir).CombinedOutput()
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stage1 gc of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out))))
+	// A supervisor that exited cleanly released the processes, containers
+	// and cgroups itself; a dead one left them to `stage1 gc`.
+	if _, err := os.Stat(filepath.Join(p.dir, schema.Stage1CleanFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(p.dir, schema.PodManifestFile)); err == nil {
+			gctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			out, err := exec.CommandContext(gctx, r.cfg.Stage1Path, "gc", "--pod-dir="+p.dir).CombinedOutput()
+			cancel()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("stage1 gc of pod %s: %w: %s", p.uuid, err, strings.TrimSpace(string(out))))
+			}
 		}
-	}
-	if pm, err := p.readManifest(); err == nil {
-		if left := waitPodProcesses(ctx, pm.CgroupParent, p.uuid, orphanWait); len(left) > 0 {
-			r.cfg.Logf("pod %s: processes %v are still in its cgroups", p.uuid, left)
+		if pm, err := p.readManifest(); err == nil {
+			if left := waitPodProcesses(ctx, pm.CgroupParent, p.uuid, orphanWait); len(left) > 0 {
+				r.cfg.Logf("pod %s: processes %v are still in its cgroups", p.uuid, left)
+			}
 		}
 	}
 	if err := networking.Teardown(ctx, r.cfg.Net, p.dir); err != nil {

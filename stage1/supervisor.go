@@ -263,6 +263,11 @@ func (sv *supervisor) doCleanup() {
 	if sv.manifest != nil {
 		if err := cleanupPod(sv.podDir, sv.manifest); err != nil {
 			logf("cleanup: %v", err)
+			return
+		}
+		// stage0 need not run `stage1 gc` nor look for orphans
+		if err := fileperm.WriteFile(filepath.Join(sv.podDir, schema.Stage1CleanFile), nil, fileperm.Shared); err != nil {
+			logf("cleanup: %v", err)
 		}
 	}
 }

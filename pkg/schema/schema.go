@@ -36,7 +36,9 @@ const (
 	Stage1Socket    = "stage1.sock"   // control socket of the supervisor
 	Stage1LogFile   = "stage1.log"    // the supervisor's own stdout/stderr
 	Stage1DiedFile  = "stage1.died"   // empty; created when the supervisor is found dead, its mtime is the time of death
+	Stage1CleanFile = "stage1.clean"  // empty; written by the supervisor as it exits when it released the pod's processes, containers and cgroups
 	AppsDir         = "apps"          // one directory per app
+	RemovedAppsDir  = "apps-removed"  // root-only: directories of removed apps, being deleted
 	UserNSFile      = "userns"        // bind-mounted user namespace (only when PodManifest.UserNS is set)
 )
 
