@@ -98,23 +98,13 @@ func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, 
 }
 
 // listSandboxes returns every CRI sandbox.
+// The slice and the sandboxes are shared (list_snapshot.go): read-only.
 func (c *criService) listSandboxes(ctx context.Context) ([]*sandbox, error) {
-	pods, err := c.rt.List(ctx)
+	s, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []*sandbox
-	for _, p := range pods {
-		s, err := asSandbox(p)
-		if err != nil {
-			c.log.Warn("skipping pod with unreadable CRI metadata", "pod", p.UUID, "error", err)
-			continue
-		}
-		if s != nil {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return s.sbs, nil
 }
 
 // getSandbox finds a sandbox by ID (or unique ID prefix).

@@ -81,6 +81,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.MaxSendMsgSize(maxMsgSize),
 		grpc.ChainUnaryInterceptor(in.unary),
 		grpc.ChainStreamInterceptor(in.stream),
+		grpc.ForceServerCodecV2(newCodec(svc)),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc)
 	runtimeapi.RegisterImageServiceServer(g, svc)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -30,7 +31,8 @@ type criService struct {
 	containerNames *registrar.Registrar // name_sandbox_attempt -> container ID
 	events         *eventBus
 	stats          *cpuSampler
-	stopping       <-chan struct{} // closed when the service shuts down
+	snap           atomic.Pointer[listSnapshot] // the last kept one
+	stopping       <-chan struct{}              // closed when the service shuts down
 	// usernsErr says why pods cannot have user namespaces here (nil: they
 	// can); probed once at start.
 	usernsErr error

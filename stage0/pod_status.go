@@ -78,7 +78,8 @@ func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
 
 func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
 	if r.view != nil {
-		return r.view.list()
+		pods, _, err := r.view.list()
+		return pods, err
 	}
 	pods, err := r.allPods()
 	if err != nil {
