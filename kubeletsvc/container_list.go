@@ -42,7 +42,7 @@ func (c *criService) StreamContainers(r *runtimeapi.StreamContainersRequest, str
 
 // filteredContainers returns the containers a filter selects.
 func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*container, error) {
-	var sbs []*sandbox
+	var ctrs []*container
 	if f.GetPodSandboxId() != "" {
 		s, err := c.getSandbox(ctx, f.GetPodSandboxId())
 		if err != nil {
@@ -51,31 +51,30 @@ func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.Conta
 			}
 			return nil, err
 		}
-		sbs = []*sandbox{s}
+		if ctrs, err = s.containers(); err != nil {
+			return nil, err
+		}
 	} else {
-		var err error
-		if sbs, err = c.listSandboxes(ctx); err != nil {
+		snap, err := c.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ctrs, err = snap.allContainers(); err != nil {
 			return nil, err
 		}
 	}
 	var out []*container
-	for _, s := range sbs {
-		ctrs, err := s.containers()
-		if err != nil {
-			return nil, err
+	for _, ct := range ctrs {
+		if f.GetId() != "" && !strings.HasPrefix(ct.id, f.GetId()) {
+			continue
 		}
-		for _, ct := range ctrs {
-			if f.GetId() != "" && !strings.HasPrefix(ct.id, f.GetId()) {
-				continue
-			}
-			if f.GetState() != nil && f.GetState().GetState() != containerState(ct.app.State) {
-				continue
-			}
-			if !matchLabels(ct.cfg.GetLabels(), f.GetLabelSelector()) {
-				continue
-			}
-			out = append(out, ct)
+		if f.GetState() != nil && f.GetState().GetState() != containerState(ct.app.State) {
+			continue
 		}
+		if !matchLabels(ct.cfg.GetLabels(), f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, ct)
 	}
 	return out, nil
 }

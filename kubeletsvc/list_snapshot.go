@@ -20,6 +20,10 @@ type listSnapshot struct {
 	sandboxes     []*runtimeapi.PodSandbox // unfiltered ListPodSandbox items
 	sandboxesEnc  atomic.Pointer[encodedResponse]
 
+	ctrsOnce sync.Once
+	ctrs     []*container // of every sandbox
+	ctrsErr  error
+
 	containersOnce sync.Once
 	containers     []*runtimeapi.Container // unfiltered ListContainers items
 	containersEnc  atomic.Pointer[encodedResponse]
@@ -75,19 +79,32 @@ func (s *listSnapshot) podSandboxResponse() *runtimeapi.ListPodSandboxResponse {
 	return &runtimeapi.ListPodSandboxResponse{Items: items}
 }
 
-// containerItems returns the unfiltered ListContainers items.
-func (s *listSnapshot) containerItems(c *criService) ([]*runtimeapi.Container, error) {
-	s.containersOnce.Do(func() {
-		s.containers = []*runtimeapi.Container{}
+// allContainers returns the containers of every sandbox.
+func (s *listSnapshot) allContainers() ([]*container, error) {
+	s.ctrsOnce.Do(func() {
 		for _, sb := range s.sbs {
 			ctrs, err := sb.containers()
 			if err != nil {
-				s.containersErr = err
+				s.ctrsErr = err
 				return
 			}
-			for _, ct := range ctrs {
-				s.containers = append(s.containers, c.containerItem(ct))
-			}
+			s.ctrs = append(s.ctrs, ctrs...)
+		}
+	})
+	return s.ctrs, s.ctrsErr
+}
+
+// containerItems returns the unfiltered ListContainers items.
+func (s *listSnapshot) containerItems(c *criService) ([]*runtimeapi.Container, error) {
+	s.containersOnce.Do(func() {
+		ctrs, err := s.allContainers()
+		if err != nil {
+			s.containersErr = err
+			return
+		}
+		s.containers = make([]*runtimeapi.Container, 0, len(ctrs))
+		for _, ct := range ctrs {
+			s.containers = append(s.containers, c.containerItem(ct))
 		}
 		if s.gen != 0 && s.containersErr == nil {
 			s.containersEnc.Store(encode(&runtimeapi.ListContainersResponse{Containers: s.containers}))
