@@ -2,7 +2,6 @@ package kubeletsvc
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,7 +50,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		CgroupParent: cfg.CgroupParent,
 		Watch:        true, // List*/Status* from memory
 		Debug:        logger.Enabled(context.Background(), slog.LevelDebug),
-		Logf:         func(format string, args ...any) { logger.Debug("stage0: " + fmt.Sprintf(format, args...)) },
+		Logger:       logger.With("component", "stage0"),
 	})
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 			return fmt.Errorf("cannot stop pod %s: %w", p.uuid, err)
 		}
 		if err != nil {
-			r.cfg.Logf("pod %s: shutdown failed (%v), killing stage1", p.uuid, err)
+			r.log.Warn("pod shutdown failed; killing stage1", "pod", p.uuid, "error", err)
 			killed = r.killSupervisor(p)
 		}
 	} else {

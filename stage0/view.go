@@ -12,8 +12,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
-
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // The view is the in-memory state of the pods of a long-lived Runtime
@@ -139,7 +137,7 @@ func (v *podView) loop() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			v.r.cfg.Logf("pod view: epoll: %v; reading pods from disk from now on", err)
+			v.r.log.Warn("pod view: epoll failed; reading pods from disk from now on", "error", err)
 			v.mu.Lock()
 			for _, e := range v.pods {
 				e.uncached, e.st = true, nil
@@ -362,7 +360,7 @@ func (v *podView) status(uuid string) (*PodStatus, error) {
 	if cacheable {
 		// watch before reading: a change after this is an event
 		if err := v.watchPod(p); err != nil {
-			v.r.cfg.Logf("pod view: cannot watch pod %s, reading it from disk on each call: %v", uuid, err)
+			v.r.log.Warn("pod view: cannot watch a pod; reading it from disk on each call", "pod", uuid, "error", err)
 			v.mu.Lock()
 			e.uncached = true
 			v.mu.Unlock()
@@ -422,7 +420,7 @@ func (v *podView) forgetLocked(uuid string, e *viewEntry) {
 
 // watchPod watches the directories holding a pod's state files.
 func (v *podView) watchPod(p *pod) error {
-	dirs := []string{p.dir, filepath.Join(p.dir, schema.AppsDir)}
+	dirs := []string{p.dir, p.layout().AppsDir()}
 	if ents, err := os.ReadDir(dirs[1]); err == nil {
 		for _, e := range ents {
 			if e.IsDir() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -57,7 +58,7 @@ func (h *pidnsHolder) stop() {
 // runPIDNSHolder is `stage1 pidns`: reap children forever.
 func runPIDNSHolder() int {
 	if os.Getpid() != 1 {
-		fmt.Fprintln(os.Stderr, "stage1 pidns: not the init of a PID namespace")
+		slog.Error("stage1 pidns: not the init of a PID namespace")
 		return 2
 	}
 	sigs := make(chan os.Signal, 8)
