@@ -1,7 +1,6 @@
 package kubeletsvc
 
 import (
-	"slices"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -41,9 +40,7 @@ func TestListContainers(t *testing.T) {
 				t.Errorf("%s: item %v", tc.name, c)
 			}
 		}
-		slices.Sort(got)
-		slices.Sort(tc.want)
-		if !slices.Equal(got, tc.want) {
+		if !sameIDs(got, tc.want) {
 			t.Errorf("%s: listed %v, want %v", tc.name, got, tc.want)
 		}
 	}

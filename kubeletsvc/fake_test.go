@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -259,15 +260,9 @@ func (f *fakeRuntime) StartApp(_ context.Context, uuid, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("StartApp %s/%s", uuid, name)
-	if _, err := f.runningPod(uuid); err != nil {
-		return err
-	}
-	_, a, err := f.app(uuid, name)
+	a, err := f.appIn(uuid, name, schema.AppCreated, stage0.ErrInvalidState)
 	if err != nil {
 		return err
-	}
-	if a.State != schema.AppCreated {
-		return fmt.Errorf("app %q is %s: %w", name, a.State, stage0.ErrInvalidState)
 	}
 	f.pid++
 	a.State, a.Pid, a.StartedAt = schema.AppRunning, f.pid, time.Now()
@@ -320,18 +315,24 @@ func (f *fakeRuntime) AppSpec(uuid, name string) (*specs.Spec, error) {
 	return nil, fmt.Errorf("spec of app %q of pod %s: %w", name, uuid, fs.ErrNotExist)
 }
 
-func (f *fakeRuntime) runningApp(uuid, name string) error {
+// appIn returns an app of a running pod that is in state, else notIn.
+func (f *fakeRuntime) appIn(uuid, name string, state schema.AppState, notIn error) (*stage0.AppStatus, error) {
 	if _, err := f.runningPod(uuid); err != nil {
-		return err
+		return nil, err
 	}
 	_, a, err := f.app(uuid, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if a.State != schema.AppRunning {
-		return fmt.Errorf("app %q: %w", name, stage0.ErrNotRunning)
+	if a.State != state {
+		return nil, fmt.Errorf("app %q is %s: %w", name, a.State, notIn)
 	}
-	return nil
+	return a, nil
+}
+
+func (f *fakeRuntime) runningApp(uuid, name string) error {
+	_, err := f.appIn(uuid, name, schema.AppRunning, stage0.ErrNotRunning)
+	return err
 }
 
 func (f *fakeRuntime) UpdateAppResources(_ context.Context, uuid, name string, res *specs.LinuxResources) error {
@@ -675,4 +676,12 @@ func waitSubscribers(t *testing.T, c *criService, n int) {
 			t.Fatalf("%d event subscribers, want %d", c.events.subscribers(), n)
 		}
 	}
+}
+
+// sameIDs reports whether got and want hold the same IDs in any order.
+func sameIDs(got, want []string) bool {
+	got, want = slices.Clone(got), slices.Clone(want)
+	slices.Sort(got)
+	slices.Sort(want)
+	return slices.Equal(got, want)
 }
