@@ -133,6 +133,10 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 		}
 	}
 	if err != nil {
+		if _, serr := rt.Status(ctx, uuid); uuid != "" && serr == nil {
+			// as docker keeps a container whose start failed: say where it is
+			return fmt.Errorf("cannot run the pod: %w\n(pod %s is kept for inspection with `rkt status` and `rkt logs`; `rkt rm %s` or `rkt gc` removes it)", err, uuid, uuid)
+		}
 		return fmt.Errorf("cannot run the pod: %w", err)
 	}
 	if f.detach {

@@ -142,10 +142,13 @@ func (s *lineSplitter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush writes what is left (a last line without '\n') as a full entry.
+// Flush writes what is left at the end of the stream (a last line without
+// '\n') as a partial entry, as containerd and CRI-O do: a reader must not
+// add a newline the app never wrote (the kubelet's FallbackToLogsOnError
+// termination message of "echo -n DONE" is "DONE").
 func (s *lineSplitter) Flush() {
 	if len(s.pending) > 0 {
-		s.emit(false, bytes.TrimSuffix(s.pending, []byte{'\r'}))
+		s.emit(true, s.pending)
 		s.pending = nil
 	}
 }

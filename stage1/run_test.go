@@ -72,7 +72,7 @@ func TestRunModeExitCodeAndLogs(t *testing.T) {
 			stderr = append(stderr, e)
 		}
 	}
-	if strings.Join(stdout, "|") != "stdout F out|stdout F partial" || strings.Join(stderr, "|") != "stderr F err" {
+	if strings.Join(stdout, "|") != "stdout F out|stdout P partial" || strings.Join(stderr, "|") != "stderr F err" {
 		t.Errorf("log entries: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "apps/ok/custom/ok.log")); err != nil {
