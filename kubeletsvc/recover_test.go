@@ -2,7 +2,6 @@ package kubeletsvc
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -22,15 +21,4 @@ func TestRecoverNames(t *testing.T) {
 	wantCode(t, "a recovered sandbox name", toStatus(err), codes.AlreadyExists)
 	_, err = restarted.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: containerConfig("app", "busybox")})
 	wantCode(t, "a recovered container name", toStatus(err), codes.AlreadyExists)
-}
-
-func TestRepair(t *testing.T) {
-	e := newTestEnv(t)
-	e.svc.repair(context.Background())
-	if !slices.Contains(e.rt.called(), "GC debrisOnly=true") {
-		t.Errorf("stage0 calls %v: no GC of debris only", e.rt.called())
-	}
-	if e.store.sweeps != 1 {
-		t.Errorf("%d sweeps of the store, want 1", e.store.sweeps)
-	}
 }
