@@ -125,7 +125,8 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
-	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage
+	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
+	./store:FuzzACI
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -148,6 +149,7 @@ dist: $(DIST_OUT)
 install: all dist
 	install -D -m 0755 $(BIN)/rkt $(DESTDIR)$(BINDIR)/rkt
 	install -D -m 0755 $(BIN)/stage1 $(DESTDIR)$(STAGE1_PATH)
+	install -D -m 0755 dist/rkt1-upgrade $(DESTDIR)$(STAGE1_DIR)/rkt1-upgrade
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service
@@ -160,7 +162,7 @@ install: all dist
 	install -m 0644 $(BUILDDIR)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) \
+	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) $(DESTDIR)$(STAGE1_DIR)/rkt1-upgrade \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer \

@@ -28,6 +28,9 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			return nil, fmt.Errorf("cannot list pods: %w", err)
 		}
 		for _, e := range entries {
+			if isLegacyPod(filepath.Join(dir, e.Name())) {
+				continue // rkt 1.x's ACIs are not in this store
+			}
 			b, err := os.ReadFile(schema.PodDir(filepath.Join(dir, e.Name())).Manifest())
 			if err != nil {
 				continue // a pod still being prepared has no manifest yet

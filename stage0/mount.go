@@ -3,6 +3,7 @@ package stage0
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -28,6 +29,17 @@ func makeAppFS(appDir schema.AppDir) error {
 		}
 	}
 	return nil
+}
+
+// appUpperDir returns an app's overlay upper directory: fs/upper, or upper
+// for an app of a pod made by an rkt from before fs/ that still runs.
+func appUpperDir(appDir schema.AppDir) string {
+	if _, err := os.Lstat(appDir.FS()); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Lstat(appDir.PreFSUpper()); err == nil && fi.IsDir() {
+			return appDir.PreFSUpper()
+		}
+	}
+	return appDir.Upper()
 }
 
 // mountRootfs mounts the app's overlay rootfs (image layers as lowerdirs,

@@ -92,6 +92,9 @@ func (r *Runtime) allPods() ([]*pod, error) {
 			if !e.IsDir() || !uuidRe.MatchString(e.Name()) || seen[e.Name()] {
 				continue
 			}
+			if isLegacyPod(filepath.Join(r.stateDir(s), e.Name())) {
+				continue // rkt 1.x's: see legacy_pods.go
+			}
 			seen[e.Name()] = true
 			pods = append(pods, r.podAt(s, e.Name()))
 		}
@@ -136,6 +139,9 @@ func (r *Runtime) findPod(prefix string) (*pod, error) {
 		if len(match) > 1 {
 			return nil, fmt.Errorf("pod %q matches %d pods: %w", prefix, len(match), ErrAmbiguousUUID)
 		}
+	}
+	if err := r.legacyPodError(prefix); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("pod %q: %w", prefix, ErrPodNotFound)
 }

@@ -57,7 +57,7 @@ func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
 		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
 	}
 	return &AppStats{Timestamp: time.Now(), Stats: *cg,
-		WritableLayer: dirUsage(schema.PodDir(ps.Dir).App(as.Name).Upper())}, nil
+		WritableLayer: dirUsage(appUpperDir(schema.PodDir(ps.Dir).App(as.Name)))}, nil
 }
 
 // findAppStatus returns the named app; "" names the only one.

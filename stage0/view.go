@@ -323,7 +323,7 @@ func (v *podView) resolve(prefix string) (string, error) {
 func (r *Runtime) locate(uuid string) *pod {
 	for _, s := range podStateDirs {
 		p := r.podAt(s, uuid)
-		if fi, err := os.Stat(p.dir); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(p.dir); err == nil && fi.IsDir() && !isLegacyPod(p.dir) {
 			return p
 		}
 	}

@@ -56,6 +56,9 @@ func (d PodDir) AppsDir() string { return d.join("apps") }
 // App is the directory of the app name.
 func (d PodDir) App(name string) AppDir { return AppDir(d.join("apps", name)) }
 
+// Rkt1AppsInfo is a directory that only rkt 1.x's pods have.
+func (d PodDir) Rkt1AppsInfo() string { return d.join("appsinfo") }
+
 func (d PodDir) join(elem ...string) string {
 	return filepath.Join(append([]string{string(d)}, elem...)...)
 }
@@ -89,6 +92,9 @@ func (d AppDir) Upper() string { return d.join("fs", "upper") }
 
 // Work is the overlay workdir.
 func (d AppDir) Work() string { return d.join("fs", "work") }
+
+// PreFSUpper is the upperdir of apps made before the fs directory.
+func (d AppDir) PreFSUpper() string { return d.join("upper") }
 
 // Empty is an empty directory (a lowerdir for images without layers).
 func (d AppDir) Empty() string { return d.join("fs", "empty") }

@@ -77,7 +77,7 @@ const (
 )
 
 // NoteSupervisorDeath returns when the supervisor of podDir was first
-// found dead: the mtime of schema.Stage1DiedFile, which the first to find
+// found dead: the mtime of its schema.PodDir.Stage1Died file, which the first to find
 // it dead creates (the stage0 that started it, as it reaps it, or any
 // later reader), so that every status reports the same time. Call it only
 // once the supervisor is gone. When the file can be neither read nor
