@@ -49,7 +49,7 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 CRI_TOOLS_VERSION ?= v1.37.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
-.PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz chaos install uninstall clean fmt vet tools
+.PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz chaos install uninstall clean fmt vet tools deb
 
 all: rkt stage1 man
 
@@ -128,7 +128,8 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
-	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage
+	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
+	./store:FuzzACI
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -151,6 +152,7 @@ dist: $(DIST_OUT)
 install: all dist
 	install -D -m 0755 $(BIN)/rkt $(DESTDIR)$(BINDIR)/rkt
 	install -D -m 0755 $(BIN)/stage1 $(DESTDIR)$(STAGE1_PATH)
+	install -D -m 0755 dist/rkt1-upgrade $(DESTDIR)$(STAGE1_DIR)/rkt1-upgrade
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-kubelet-service.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket
 	install -D -m 0644 $(BUILDDIR)/dist/systemd/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service
@@ -163,12 +165,43 @@ install: all dist
 	install -m 0644 $(BUILDDIR)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) \
+	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) $(DESTDIR)$(STAGE1_DIR)/rkt1-upgrade \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer \
 		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt \
 		$(DESTDIR)$(ZSHCOMP_DIR)/_rkt $(DESTDIR)$(MANDIR)/man1/rkt.1 $(DESTDIR)$(MANDIR)/man1/rkt-*.1
+
+# A Debian package of rkt: `make install` with Debian's paths into
+# $(DEB_DIR)/root (built in its own build dir: build/bin keeps its paths),
+# man pages compressed, docs, control file and the maintainer scripts in
+# dist/deb (those present of preinst, postinst, prerm, postrm).
+DEB_DIR     ?= $(BUILDDIR)/deb
+DEB_ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null)
+DEB_VERSION ?= $(shell ./dist/deb/version.sh)
+DEB_UNITDIR ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+DEB_COMPRESS ?= xz
+DEB_FILE    := $(BUILDDIR)/rkt_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb:
+	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed (not a Debian system?)"; exit 1; }
+	rm -rf $(DEB_DIR)/root
+	umask 022 && $(MAKE) install BUILDDIR=$(abspath $(DEB_DIR)/build) DESTDIR=$(abspath $(DEB_DIR)/root) \
+		PREFIX=/usr LOCAL_CONFIG=/etc/rkt SYSTEMD_UNITDIR=$(DEB_UNITDIR)
+	gzip -9n $(DEB_DIR)/root/usr/share/man/man1/*.1
+	install -d -m 0755 $(DEB_DIR)/root/usr/share/doc/rkt/Documentation $(DEB_DIR)/root/DEBIAN
+	install -m 0644 README.md dist/deb/copyright $(DEB_DIR)/root/usr/share/doc/rkt/
+	install -m 0644 Documentation/*.md $(DEB_DIR)/root/usr/share/doc/rkt/Documentation/
+	for s in preinst postinst prerm postrm; do \
+		if [ -f dist/deb/$$s ]; then install -m 0755 dist/deb/$$s $(DEB_DIR)/root/DEBIAN/; fi; \
+	done
+	sed -e 's|@DEB_VERSION@|$(DEB_VERSION)|' -e 's|@DEB_ARCH@|$(DEB_ARCH)|' \
+		-e "s|@INSTALLED_SIZE@|$$(du -sk --exclude=DEBIAN $(DEB_DIR)/root | cut -f1)|" \
+		-e 's|@SECCOMP_DEPENDS@|$(if $(filter yes,$(SECCOMP)),libseccomp2 (>= 2.5.0)$(comma) ,)|' \
+		dist/deb/control.in > $(DEB_DIR)/root/DEBIAN/control
+	dpkg-deb --root-owner-group -Z$(DEB_COMPRESS) --build $(DEB_DIR)/root $(DEB_FILE)
+
+comma := ,
 
 clean:
 	rm -rf $(BUILDDIR)

@@ -24,6 +24,7 @@ require (
 	k8s.io/cri-api v0.37.2
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	modernc.org/ql v1.4.32
 )
 
 require (
@@ -36,6 +37,7 @@ require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/godbus/dbus/v5 v5.2.4 // indirect
@@ -47,6 +49,7 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/opencontainers/selinux v1.15.1 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/seccomp/libseccomp-golang v0.12.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
@@ -61,4 +64,15 @@ require (
 	gotest.tools/v3 v3.5.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/streaming v0.37.2 // indirect
+	modernc.org/b v1.1.0 // indirect
+	modernc.org/db v1.0.29 // indirect
+	modernc.org/file v1.0.19 // indirect
+	modernc.org/fileutil v1.4.0 // indirect
+	modernc.org/golex v1.1.0 // indirect
+	modernc.org/internal v1.1.10 // indirect
+	modernc.org/lldb v1.0.8 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/sortutil v1.1.1 // indirect
+	modernc.org/strutil v1.2.1 // indirect
+	modernc.org/zappy v1.0.9 // indirect
 )

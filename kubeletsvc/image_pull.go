@@ -34,6 +34,7 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 			Auth:         auth,
 			Registries:   regs,
 			InsecureHTTP: c.cfg.InsecureHTTP,
+			RegistryOnly: true, // a pod spec's image must not read the host's files
 		},
 		InUse: c.rt.ImagesInUse,
 	})

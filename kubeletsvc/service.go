@@ -2,7 +2,6 @@ package kubeletsvc
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -23,8 +22,8 @@ type criService struct {
 
 	cfg    Config
 	log    *slog.Logger
-	store  *store.Store
-	rt     *stage0.Runtime
+	store  imageStore
+	rt     podRuntime
 	stream streaming.Server // set by Server.Serve before serving
 
 	sandboxNames   *registrar.Registrar // name_namespace_uid_attempt -> pod UUID
@@ -53,7 +52,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		CgroupParent: cfg.CgroupParent,
 		Watch:        true, // List*/Status* from memory
 		Debug:        logger.Enabled(context.Background(), slog.LevelDebug),
-		Logf:         func(format string, args ...any) { logger.Debug("stage0: " + fmt.Sprintf(format, args...)) },
+		Logger:       logger.With("component", "stage0"),
 	})
 	if err != nil {
 		return nil, err
@@ -64,10 +63,16 @@ func newCRIService(cfg Config) (*criService, error) {
 	if usernsErr != nil {
 		logger.Info("pods cannot have user namespaces", "reason", usernsErr)
 	}
+	return newService(cfg, st, rt, usernsErr), nil
+}
+
+// newService returns a service on the given store and runtime; usernsErr
+// says why pods cannot have user namespaces (nil: they can).
+func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criService {
 	return &criService{
 		usernsErr:      usernsErr,
 		cfg:            cfg,
-		log:            logger,
+		log:            cfg.Logger,
 		store:          st,
 		rt:             rt,
 		sandboxNames:   registrar.New(),
@@ -75,7 +80,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
-	}, nil
+	}
 }
 
 // startBackground rebuilds the name reservations from the pod directories

@@ -70,7 +70,7 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 			res.Masquerade = cfg.DefaultSubnet
 		}
 	}
-	res.NetNS = filepath.Join(pn.Dir, schema.NetNSFile)
+	res.NetNS = schema.PodDir(pn.Dir).NetNS()
 	if err := save(pn.Dir, res); err != nil {
 		return nil, err
 	}

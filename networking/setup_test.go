@@ -24,7 +24,7 @@ func TestSetupTeardownDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if !res.Complete || res.NetNS != filepath.Join(pn.Dir, schema.NetNSFile) || !isNetNS(res.NetNS) {
+	if !res.Complete || res.NetNS != schema.PodDir(pn.Dir).NetNS() || !isNetNS(res.NetNS) {
 		t.Fatalf("bad result %+v (netns mounted: %v)", res, isNetNS(res.NetNS))
 	}
 	ips := res.PodIPs()
@@ -210,7 +210,7 @@ func TestHostNetwork(t *testing.T) {
 	if res.NetNS != "" || len(res.Networks) != 0 || !res.Complete {
 		t.Fatalf("bad host result %+v", res)
 	}
-	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetNSFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(schema.PodDir(pn.Dir).NetNS()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("host pod has a netns file: %v", err)
 	}
 	if l, err := Load(pn.Dir); err != nil || l.Net != NetHost {
@@ -221,7 +221,7 @@ func TestHostNetwork(t *testing.T) {
 			t.Fatalf("Teardown: %v", err)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetInfoFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(schema.PodDir(pn.Dir).NetInfo()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("net-info left: %v", err)
 	}
 }
@@ -243,7 +243,7 @@ func TestPodDirMoved(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = Teardown(context.Background(), cfg, moved) })
 	res, err := Load(moved)
-	if err != nil || res.NetNS != filepath.Join(moved, schema.NetNSFile) || !isNetNS(res.NetNS) {
+	if err != nil || res.NetNS != schema.PodDir(moved).NetNS() || !isNetNS(res.NetNS) {
 		t.Fatalf("Load after move = %+v, %v", res, err)
 	}
 	if err := Teardown(ctx, cfg, moved); err != nil {
@@ -269,7 +269,7 @@ func TestTeardownWithoutNetInfo(t *testing.T) {
 	if _, err := Setup(ctx, cfg, pn); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if err := os.Remove(filepath.Join(pn.Dir, schema.NetInfoFile)); err != nil {
+	if err := os.Remove(schema.PodDir(pn.Dir).NetInfo()); err != nil {
 		t.Fatal(err)
 	}
 	if err := Teardown(ctx, cfg, pn.Dir); err != nil {

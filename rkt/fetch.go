@@ -29,7 +29,8 @@ func init() {
 
 IMAGE is a registry reference (docker://quay.io/org/app:1.0, busybox,
 name@sha256:...), oci-archive:PATH, docker-archive:PATH (as docker save
-writes) or oci:DIR[:tag] (an OCI image layout).
+writes), oci:DIR[:tag] (an OCI image layout) or aci:PATH (an ACI of rkt
+1.x, named by its name and version label).
 
 A registry that sends nothing for 30s fails the fetch; the environment
 variable RKT_FETCH_IDLE_TIMEOUT (e.g. 2m) changes that.`,

@@ -31,6 +31,7 @@ prepared pods older than --expire-prepared and aborted prepares.`,
 			if err != nil {
 				return fmt.Errorf("cannot collect pods: %w", err)
 			}
+			legacyNotice(cmd.ErrOrStderr(), true, false)
 			removed := map[string]bool{}
 			for _, u := range res.Removed {
 				removed[u] = true

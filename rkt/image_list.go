@@ -36,6 +36,7 @@ func init() {
 			if err != nil {
 				return fmt.Errorf("cannot list images: %w", err)
 			}
+			legacyNotice(cmd.ErrOrStderr(), false, true)
 			return printImages(cmd.OutOrStdout(), imgs, f, time.Now())
 		},
 	}

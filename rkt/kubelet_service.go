@@ -67,6 +67,7 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logLegacy(logger)
 	if ctx == nil {
 		ctx = context.Background()
 	}

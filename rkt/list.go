@@ -37,6 +37,7 @@ func init() {
 			if err != nil {
 				return fmt.Errorf("cannot list pods: %w", err)
 			}
+			legacyNotice(cmd.ErrOrStderr(), true, false)
 			return printPods(cmd.OutOrStdout(), pods, f, time.Now())
 		},
 	}, &rf)

@@ -26,6 +26,7 @@ var readOnlyCommands = map[string]bool{
 	"rkt image export":       true,
 	"rkt version":            true,
 	"rkt api-service":        true, // only says what replaced it
+	"rkt metadata-service":   true, // idem
 }
 
 // requireRoot refuses, before it touches anything, a command that changes

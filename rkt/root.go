@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rkt/rkt/pkg/buildinfo"
+	"github.com/rkt/rkt/pkg/rkt1conf"
 )
 
 // globalFlags are rkt's global options, shared by every command.
@@ -32,8 +34,8 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildinfo.Version,
-		// a subcommand that needs its own pre-run must call requireRoot
-		PersistentPreRunE: requireRoot,
+		// a subcommand that needs its own pre-run must call preRun
+		PersistentPreRunE: preRun,
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&globals.Dir, "dir", buildinfo.DataDir, "rkt data directory")
@@ -46,6 +48,25 @@ func rootCmd() *cobra.Command {
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// preRun checks the user's rights and takes the data directory from rkt
+// 1.x's paths.d when --dir is not given.
+func preRun(cmd *cobra.Command, args []string) error {
+	if err := requireRoot(cmd, args); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("dir") {
+		return nil
+	}
+	d, err := rkt1conf.DataDir(globals.SystemConfig, globals.LocalConfig)
+	if err != nil {
+		return fmt.Errorf("cannot read the data directory of paths.d: %w", err)
+	}
+	if d != "" {
+		globals.Dir = d
+	}
+	return nil
 }
 
 func defaultUserConfig() string {

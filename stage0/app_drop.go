@@ -2,19 +2,17 @@ package stage0
 
 import (
 	"os"
-	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/fileperm"
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // Unmounting an app's overlay rootfs syncs its upper filesystem: tens of
 // milliseconds on ext4, which RemoveContainer would wait for. A long-lived
 // Runtime (Config.Watch) moves a removed app's directory aside, into the
-// pod's RemovedAppsDir, and unmounts and deletes it in the background, as
+// pod's RemovedApps directory, and unmounts and deletes it in the background, as
 // containerd deletes snapshots in its garbage collector. Removing the pod
 // waits for that; what a crash left behind is under the pod directory,
 // which removePodDir unmounts and deletes with the pod.
@@ -27,11 +25,11 @@ type backgroundRemovals struct {
 
 // removeAppDir deletes the directory of a removed app.
 func (r *Runtime) removeAppDir(p *pod, name string) error {
-	dir := p.appDir(name)
+	dir := string(p.appDir(name))
 	if !r.cfg.Watch {
 		return removePodDir(dir)
 	}
-	removed := filepath.Join(p.dir, schema.RemovedAppsDir)
+	removed := p.layout().RemovedApps()
 	if err := fileperm.Mkdir(removed, fileperm.Private); err != nil {
 		return removePodDir(dir)
 	}
@@ -57,7 +55,7 @@ func (r *Runtime) removeAppDir(p *pod, name string) error {
 	go func() {
 		defer wg.Done()
 		if err := removePodDir(aside); err != nil {
-			r.cfg.Logf("pod %s: removed app %s: %v", p.uuid, name, err)
+			r.log.Warn("cannot delete a removed app", "pod", p.uuid, "app", name, "error", err)
 		}
 	}()
 	return nil

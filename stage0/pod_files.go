@@ -12,16 +12,22 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
+// podHostname is the hostname the pod's apps see: the host's for a
+// host-network pod, else the pod's own.
+func podHostname(pm *schema.PodManifest) string {
+	if pm.Net == networking.NetHost {
+		if h, err := os.Hostname(); err == nil {
+			return h
+		}
+	}
+	return pm.Hostname
+}
+
 // writeEtcFiles writes the pod's hosts, hostname and resolv.conf, which
 // every app bind-mounts.
 func writeEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) error {
 	hostNet := pm.Net == networking.NetHost
-	hostname := pm.Hostname
-	if hostNet {
-		if h, err := os.Hostname(); err == nil {
-			hostname = h
-		}
-	}
+	hostname := podHostname(pm)
 	var hosts strings.Builder
 	if hostNet {
 		if b, err := os.ReadFile("/etc/hosts"); err == nil {

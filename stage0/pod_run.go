@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/lock"
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // cleanupTimeout bounds the cleanup after a failed start.
@@ -127,7 +125,7 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	if err != nil {
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
 	}
-	r.cfg.Logf("pod %s: network %q set up in %s", p.uuid, pm.Net, time.Since(t0))
+	r.log.Debug("pod network set up", "pod", p.uuid, "net", pm.Net, "after", time.Since(t0))
 	if err := r.setupUserNS(ctx, p, pm); err != nil {
 		return err
 	}
@@ -142,15 +140,15 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 			return err
 		}
 	}
-	for _, f := range []string{cleanedFile, schema.Stage1DiedFile, schema.Stage1CleanFile} {
-		if err := os.Remove(filepath.Join(p.dir, f)); err != nil && !os.IsNotExist(err) {
+	for _, f := range []string{p.layout().Cleaned(), p.layout().Stage1Died(), p.layout().Stage1Clean()} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
-	r.cfg.Logf("pod %s: %d apps mounted and specified after %s", p.uuid, len(pm.Apps), time.Since(t0))
+	r.log.Debug("pod apps mounted and specified", "pod", p.uuid, "apps", len(pm.Apps), "after", time.Since(t0))
 	if err := r.startStage1(ctx, p, pm, l, mode); err != nil {
 		return err
 	}
-	r.cfg.Logf("pod %s: stage1 ready after %s", p.uuid, time.Since(t0))
+	r.log.Debug("stage1 ready", "pod", p.uuid, "after", time.Since(t0))
 	return nil
 }

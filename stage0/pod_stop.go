@@ -67,7 +67,7 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 			return fmt.Errorf("cannot stop pod %s: %w", p.uuid, err)
 		}
 		if err != nil {
-			r.cfg.Logf("pod %s: shutdown failed (%v), killing stage1", p.uuid, err)
+			r.log.Warn("pod shutdown failed; killing stage1", "pod", p.uuid, "error", err)
 			killed = r.killSupervisor(p)
 		}
 	} else {
@@ -78,7 +78,7 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 	if pidfd >= 0 {
 		// woken by its exit, which releases the lock, instead of polling it
 		if err := waitProcessExit(wctx, pidfd); err != nil {
-			r.cfg.Logf("pod %s: waiting for stage1 to exit: %v", p.uuid, err)
+			r.log.Warn("cannot wait for stage1 to exit", "pod", p.uuid, "error", err)
 		}
 	}
 	l, err := lock.Exclusive(wctx, p.dir, lock.Dir)

@@ -49,7 +49,9 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
 	}
-	env := envlist.Merge(cfg.Config.Env, o.Env)
+	// HOSTNAME first, so that the image or the caller can override it, as
+	// containerd and CRI-O do.
+	env := envlist.Merge(envlist.Merge([]string{"HOSTNAME=" + podHostname(in.pod)}, cfg.Config.Env), o.Env)
 	if !envlist.Has(env, "PATH") {
 		env = append(env, "PATH="+defaultPath)
 	}
@@ -95,7 +97,7 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 			OOMScoreAdj:     o.OOMScoreAdj,
 		},
 		Root: &specs.Root{
-			Path:     filepath.Join(in.podDir, schema.AppsDir, in.app.Name, schema.AppRootfsDir),
+			Path:     schema.PodDir(in.podDir).App(in.app.Name).Rootfs(),
 			Readonly: o.ReadonlyRootfs,
 		},
 		Annotations: copyMap(o.Annotations),

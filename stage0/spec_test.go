@@ -27,7 +27,7 @@ func fakeRootfs(t *testing.T) string {
 }
 
 func testInput(t *testing.T, opts AppOptions, imgCfg v1.Config) specInput {
-	pm := &schema.PodManifest{UUID: "11111111-2222-4333-8444-555555555555", Net: "default", CgroupParent: "/rkt",
+	pm := &schema.PodManifest{UUID: "11111111-2222-4333-8444-555555555555", Net: "default", CgroupParent: "/rkt", Hostname: "web-pod",
 		Volumes: []schema.Volume{{Name: "scratch", Kind: "empty"}, {Name: "host", Kind: "host", Source: "/tmp"}}}
 	return specInput{
 		pod: pm, podDir: "/var/lib/rkt/pods/run/" + pm.UUID, app: schema.App{Name: "web"},
@@ -49,16 +49,18 @@ func TestBuildSpecProcess(t *testing.T) {
 		groups   []uint32
 		wantErr  bool
 	}{
-		{name: "image defaults", img: img, args: []string{"/ep", "c1", "c2"}, env: []string{"PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{}},
-		{name: "args override cmd", img: img, opts: AppOptions{Args: []string{"x"}}, args: []string{"/ep", "x"}, env: []string{"PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{}},
+		{name: "image defaults", img: img, args: []string{"/ep", "c1", "c2"}, env: []string{"HOSTNAME=web-pod", "PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{33}},
+		{name: "args override cmd", img: img, opts: AppOptions{Args: []string{"x"}}, args: []string{"/ep", "x"}, env: []string{"HOSTNAME=web-pod", "PATH=/bin", "A=img", "HOME=/var/www"}, cwd: "/w", uid: 33, gid: 33, groups: []uint32{33}},
 		{name: "exec drops entrypoint and cmd", img: img, opts: AppOptions{Exec: []string{"/bin/sh"}, Args: []string{"-c", "true"}, Env: []string{"A=opt", "B=1"}, WorkingDir: "/tmp", User: "1000"},
-			args: []string{"/bin/sh", "-c", "true"}, env: []string{"PATH=/bin", "A=opt", "B=1", "HOME=/home/alice"}, cwd: "/tmp", uid: 1000, gid: 1000, groups: []uint32{50, 44}},
+			args: []string{"/bin/sh", "-c", "true"}, env: []string{"HOSTNAME=web-pod", "PATH=/bin", "A=opt", "B=1", "HOME=/home/alice"}, cwd: "/tmp", uid: 1000, gid: 1000, groups: []uint32{1000, 50, 44}},
 		{name: "strict groups and group override", img: img, opts: AppOptions{User: "alice", Group: "staff", StrictGroups: true, SupplementaryGroups: []uint32{7}},
-			args: []string{"/ep", "c1", "c2"}, env: []string{"PATH=/bin", "A=img", "HOME=/home/alice"}, cwd: "/w", uid: 1000, gid: 50, groups: []uint32{7}},
+			args: []string{"/ep", "c1", "c2"}, env: []string{"HOSTNAME=web-pod", "PATH=/bin", "A=img", "HOME=/home/alice"}, cwd: "/w", uid: 1000, gid: 50, groups: []uint32{50, 7}},
 		{name: "numeric user not in passwd", img: v1.Config{Cmd: []string{"/x"}}, opts: AppOptions{User: "4242:4343"},
-			args: []string{"/x"}, env: []string{"PATH=" + defaultPath, "HOME=/"}, cwd: "/", uid: 4242, gid: 4343, groups: []uint32{}},
+			args: []string{"/x"}, env: []string{"HOSTNAME=web-pod", "PATH=" + defaultPath, "HOME=/"}, cwd: "/", uid: 4242, gid: 4343, groups: []uint32{4343}},
 		{name: "tty sets TERM", img: v1.Config{Cmd: []string{"/x"}}, opts: AppOptions{TTY: true},
-			args: []string{"/x"}, env: []string{"PATH=" + defaultPath, "HOME=/root", "TERM=xterm"}, cwd: "/", groups: []uint32{}},
+			args: []string{"/x"}, env: []string{"HOSTNAME=web-pod", "PATH=" + defaultPath, "HOME=/root", "TERM=xterm"}, cwd: "/", groups: []uint32{0}},
+		{name: "image sets HOSTNAME", img: v1.Config{Cmd: []string{"/x"}, Env: []string{"HOSTNAME=img"}}, opts: AppOptions{Env: []string{"B=1"}},
+			args: []string{"/x"}, env: []string{"HOSTNAME=img", "B=1", "PATH=" + defaultPath, "HOME=/root"}, cwd: "/", groups: []uint32{0}},
 		{name: "unknown user", img: img, opts: AppOptions{User: "nobody-here"}, wantErr: true},
 		{name: "no command", img: v1.Config{}, wantErr: true},
 		{name: "relative workdir", img: img, opts: AppOptions{WorkingDir: "rel"}, wantErr: true},

@@ -23,7 +23,10 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 	if err != nil {
 		return specs.User{}, "", err
 	}
-	u := specs.User{UID: uint32(eu.Uid), GID: uint32(eu.Gid)}
+	// The primary group comes first in the process's group list, as
+	// containerd and CRI-O set it: `id -G` in the container shows it, and
+	// setgroups never leaves a group list without it.
+	u := specs.User{UID: uint32(eu.Uid), GID: uint32(eu.Gid), AdditionalGids: []uint32{uint32(eu.Gid)}}
 	seen := map[uint32]bool{u.GID: true}
 	add := func(g uint32) {
 		if !seen[g] {
@@ -38,10 +41,6 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 	}
 	for _, g := range extra {
 		add(g)
-	}
-	if u.AdditionalGids == nil {
-		// make sure the primary group is the only one (no host groups leak)
-		u.AdditionalGids = []uint32{}
 	}
 	return u, eu.Home, nil
 }

@@ -10,6 +10,7 @@ package stage0
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -39,8 +40,8 @@ type Config struct {
 	// and deletes removed apps' directories in the background (app_drop.go):
 	// for long-lived callers (the kubelet-service); Close releases it.
 	Watch bool
-	// Logf receives debug messages; nil discards them.
-	Logf func(format string, args ...any)
+	// Logger receives debug messages and warnings; nil discards them.
+	Logger *slog.Logger
 }
 
 // Image is what stage0 needs of an image to run an app from it.
@@ -61,6 +62,7 @@ type ImageSource interface {
 // Runtime runs pods in one data directory.
 type Runtime struct {
 	cfg     Config
+	log     *slog.Logger
 	view    *podView    // nil unless Config.Watch
 	stats   *statsCache // nil unless Config.Watch
 	unwatch func()      // ends what Config.Watch started
@@ -90,10 +92,10 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = DefaultCgroupParent
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{cfg: cfg}
+	r := &Runtime{cfg: cfg, log: cfg.Logger}
 	if cfg.Watch {
 		v, err := newPodView(r)
 		if err != nil {

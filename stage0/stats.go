@@ -57,7 +57,7 @@ func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
 		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
 	}
 	return &AppStats{Timestamp: time.Now(), Stats: *cg,
-		WritableLayer: dirUsage(filepath.Join(ps.Dir, schema.AppsDir, as.Name, schema.AppUpperDir))}, nil
+		WritableLayer: dirUsage(appUpperDir(schema.PodDir(ps.Dir).App(as.Name)))}, nil
 }
 
 // findAppStatus returns the named app; "" names the only one.
@@ -232,7 +232,7 @@ const (
 func (r *Runtime) refreshStats(ctx context.Context) {
 	pods, err := r.List(ctx)
 	if err != nil {
-		r.cfg.Logf("stats: cannot list pods: %v", err)
+		r.log.Warn("stats: cannot list pods", "error", err)
 		return
 	}
 	seen := map[string]bool{}
@@ -272,7 +272,7 @@ func (r *Runtime) refreshStats(ctx context.Context) {
 				key := ps.UUID + "/" + a.Name
 				batch[key], seen[key] = s, true
 			} else if !errors.Is(err, ErrNotRunning) {
-				r.cfg.Logf("stats: %v", err)
+				r.log.Debug("stats: cannot read the usage of an app", "pod", ps.UUID, "app", a.Name, "error", err)
 			}
 		}
 	}

@@ -13,8 +13,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
-
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // The view is the in-memory state of the pods of a long-lived Runtime
@@ -145,7 +143,7 @@ func (v *podView) loop() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			v.r.cfg.Logf("pod view: epoll: %v; reading pods from disk from now on", err)
+			v.r.log.Warn("pod view: epoll failed; reading pods from disk from now on", "error", err)
 			v.mu.Lock()
 			for _, e := range v.pods {
 				e.uncached, e.st = true, nil
@@ -333,7 +331,7 @@ func (v *podView) resolve(prefix string) (string, error) {
 func (r *Runtime) locate(uuid string) *pod {
 	for _, s := range podStateDirs {
 		p := r.podAt(s, uuid)
-		if fi, err := os.Stat(p.dir); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(p.dir); err == nil && fi.IsDir() && !isLegacyPod(p.dir) {
 			return p
 		}
 	}
@@ -377,7 +375,7 @@ func (v *podView) statusKept(uuid string) (st *PodStatus, kept bool, err error) 
 	if cacheable {
 		// watch before reading: a change after this is an event
 		if err := v.watchPod(p); err != nil {
-			v.r.cfg.Logf("pod view: cannot watch pod %s, reading it from disk on each call: %v", uuid, err)
+			v.r.log.Warn("pod view: cannot watch a pod; reading it from disk on each call", "pod", uuid, "error", err)
 			v.mu.Lock()
 			e.uncached = true
 			v.mu.Unlock()
@@ -438,7 +436,7 @@ func (v *podView) forgetLocked(uuid string, e *viewEntry) {
 
 // watchPod watches the directories holding a pod's state files.
 func (v *podView) watchPod(p *pod) error {
-	dirs := []string{p.dir, filepath.Join(p.dir, schema.AppsDir)}
+	dirs := []string{p.dir, p.layout().AppsDir()}
 	if ents, err := os.ReadDir(dirs[1]); err == nil {
 		for _, e := range ents {
 			if e.IsDir() {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -141,17 +142,20 @@ func (s *lineSplitter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush writes what is left (a last line without '\n') as a full entry.
+// Flush writes what is left at the end of the stream (a last line without
+// '\n') as a partial entry, as containerd and CRI-O do: a reader must not
+// add a newline the app never wrote (the kubelet's FallbackToLogsOnError
+// termination message of "echo -n DONE" is "DONE").
 func (s *lineSplitter) Flush() {
 	if len(s.pending) > 0 {
-		s.emit(false, bytes.TrimSuffix(s.pending, []byte{'\r'}))
+		s.emit(true, s.pending)
 		s.pending = nil
 	}
 }
 
 func (s *lineSplitter) emit(partial bool, line []byte) {
 	if err := s.lw.WriteEntry(s.stream, partial, line); err != nil {
-		debugf("%v", err)
+		slog.Debug("cannot write a log entry", "error", err)
 	}
 }
 

@@ -36,8 +36,9 @@ func TestLineSplitter(t *testing.T) {
 		{"empty line", 100, []string{"\n"}, []string{"stdout F "}},
 		{"partial then full", 4, []string{"abcdefg\n"}, []string{"stdout P abcd", "stdout F efg"}},
 		{"exactly max", 4, []string{"abcd\n"}, []string{"stdout F abcd"}},
-		{"two partials", 2, []string{"abcde"}, []string{"stdout P ab", "stdout P cd", "stdout F e"}},
-		{"unterminated last line flushed", 100, []string{"last"}, []string{"stdout F last"}},
+		{"two partials", 2, []string{"abcde"}, []string{"stdout P ab", "stdout P cd", "stdout P e"}},
+		{"unterminated last line flushed as partial", 100, []string{"last"}, []string{"stdout P last"}},
+		{"unterminated tty line keeps its \\r", 100, []string{"a\r"}, []string{"stdout P a\r"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

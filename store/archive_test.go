@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -89,6 +90,12 @@ func TestArchives(t *testing.T) {
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			s := newStore(t)
+			if _, err := s.Fetch(ctx, tc.ref, FetchOptions{RegistryOnly: true}); !errors.Is(err, ErrInvalidRef) {
+				t.Errorf("registry-only fetch of a local file: %v, want ErrInvalidRef", err)
+			}
+			if imgs, _ := s.ListImages(); len(imgs) != 0 {
+				t.Errorf("registry-only fetch stored %d images", len(imgs))
+			}
 			got, err := s.Fetch(ctx, tc.ref, FetchOptions{Name: tc.fetchName, PullPolicy: PullNever})
 			if err != nil {
 				t.Fatal(err)

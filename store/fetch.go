@@ -84,6 +84,11 @@ type FetchOptions struct {
 	// does) while the next layers download, so that a pod can start from
 	// the image without waiting for the unpacking.
 	Unpack bool
+	// RegistryOnly refuses references to files and directories of this
+	// host (archives, OCI layouts, ACIs), for callers whose references come
+	// from requests the host's files must not be exposed to: a CRI client's
+	// image names come from pod specs.
+	RegistryOnly bool
 	// IdleTimeout fails the fetch once a registry sends nothing for that
 	// long (0: $RKT_FETCH_IDLE_TIMEOUT, else DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -94,9 +99,10 @@ type FetchOptions struct {
 // Fetch brings an image into the store and returns it. ref is an image ID
 // or unique ID prefix of an image already in the store, a registry
 // reference ("busybox", "docker://quay.io/x/y:1", "name@sha256:..."),
-// "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save) or
-// "oci:DIR[:tag]" (OCI image layout). Two processes fetching the same
-// image at once both succeed and the image is stored once.
+// "oci-archive:PATH[:tag]", "docker-archive:PATH[:name:tag]" (docker save),
+// "oci:DIR[:tag]" (OCI image layout) or "aci:PATH" (an ACI of rkt 1.x). Two
+// processes fetching the same image at once both succeed and the image is
+// stored once.
 func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
 	if opts.PullPolicy == "" {
 		opts.PullPolicy = PullNew
@@ -104,6 +110,14 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if _, err := ParsePullPolicy(string(opts.PullPolicy)); err != nil {
 		return nil, err
 	}
+	return s.underFetchLock(ctx, opts, func(opts FetchOptions) (*Image, error) {
+		return s.fetch(ctx, ref, opts)
+	})
+}
+
+// underFetchLock runs fn, which stores an image, under the fetch lock and
+// removes what it stored if it fails.
+func (s *Store) underFetchLock(ctx context.Context, opts FetchOptions, fn func(FetchOptions) (*Image, error)) (*Image, error) {
 	if err := s.cleanTemp(); err != nil {
 		return nil, err
 	}
@@ -114,7 +128,7 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 		return nil, err
 	}
 	opts.written = &written{}
-	img, err := s.fetch(ctx, ref, opts)
+	img, err := fn(opts)
 	fl.Close()
 	if err != nil {
 		// A refused image leaves nothing behind.
@@ -126,8 +140,25 @@ func (s *Store) Fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	return img, nil
 }
 
+// localPrefixes are the transports that read this host's files.
+var localPrefixes = []string{"oci-archive:", "docker-archive:", "oci:", "aci:"}
+
+// IsLocalRef reports whether ref names a file or directory of this host
+// rather than an image of a registry or of the store.
+func IsLocalRef(ref string) bool {
+	for _, p := range localPrefixes {
+		if strings.HasPrefix(ref, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // fetch is Fetch under the fetch lock.
 func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Image, error) {
+	if opts.RegistryOnly && IsLocalRef(ref) {
+		return nil, fmt.Errorf("image %q names a file of this host; only registry images can be pulled here: %w", ref, ErrInvalidRef)
+	}
 	switch {
 	case strings.HasPrefix(ref, "oci-archive:"):
 		return s.fetchOCIArchive(ctx, strings.TrimPrefix(ref, "oci-archive:"), opts)
@@ -135,6 +166,8 @@ func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 		return s.fetchDockerArchive(ctx, strings.TrimPrefix(ref, "docker-archive:"), opts)
 	case strings.HasPrefix(ref, "oci:"):
 		return s.fetchOCILayout(ctx, strings.TrimPrefix(ref, "oci:"), opts)
+	case strings.HasPrefix(ref, "aci:"):
+		return s.importACI(ctx, strings.TrimPrefix(ref, "aci:"), ACIOptions{}, opts)
 	}
 	// An image ID or ID prefix names what is in the store: no registry
 	// holds images by config digest.

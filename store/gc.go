@@ -146,7 +146,9 @@ func (s *Store) gcTrees(ctx context.Context, cutoff time.Time, keep map[string]b
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if keep[e.Name()] {
+		// only trees this store makes (<chain ID hex>): rkt 1.x's
+		// deps-sha512-* trees beside them are left alone
+		if keep[e.Name()] || !isTreeName(e.Name()) {
 			continue
 		}
 		fi, err := e.Info()
@@ -159,4 +161,17 @@ func (s *Store) gcTrees(ctx context.Context, cutoff time.Time, keep map[string]b
 		res.Trees++
 	}
 	return nil
+}
+
+// isTreeName reports whether name is a tree of this store: 64 hex digits.
+func isTreeName(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

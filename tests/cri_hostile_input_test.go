@@ -155,6 +155,14 @@ func TestCRIHostileInput(t *testing.T) {
 			cfg.Devices = []*runtimeapi.Device{{HostPath: "/dev/null", ContainerPath: "/dev/x", Permissions: "rwx"}}
 		}), codes.InvalidArgument, "devices[0].permissions"},
 
+		{"pull of a host file", func() error {
+			_, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "docker-archive:/etc/shadow"}})
+			return err
+		}, codes.InvalidArgument, "names a file of this host"},
+		{"pull of a host directory", func() error {
+			_, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "oci:/"}})
+			return err
+		}, codes.InvalidArgument, "names a file of this host"},
 		{"status of an empty ID", func() error {
 			_, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{})
 			return err

@@ -96,6 +96,13 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("upgrade step", func(t *testing.T) {
+		out, err := exec.Command(installed("rkt1-upgrade"), "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "rkt 1.x") {
+			t.Errorf("rkt1-upgrade --help: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("socket unit", func(t *testing.T) {
 		b, err := os.ReadFile(installed("rkt-kubelet-service.socket"))
 		must(t, "read socket unit", err)

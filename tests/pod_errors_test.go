@@ -20,6 +20,11 @@ func TestPodStartFailures(t *testing.T) {
 		if p := pe.status(uuid); p.State == "running" {
 			t.Errorf("failed pod is running: %+v", p)
 		}
+		if !strings.Contains(r.Stderr, "rkt rm "+uuid) {
+			t.Errorf("a failed run does not say how its pod is removed: %s", r)
+		}
+	} else {
+		t.Error("no uuid saved by a failed run")
 	}
 	if r = pe.run(pe.image, "--user=no-such-user", "--exec=/bin/true"); r.Code == 0 || !strings.Contains(r.Stderr, "no-such-user") {
 		t.Errorf("run with an unknown user: %s", r)

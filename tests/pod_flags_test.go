@@ -42,7 +42,7 @@ func TestPodAppFlags(t *testing.T) {
 		{"hostname-dns", []string{"--hostname=myhost", "--dns=10.0.0.53", "--dns-search=example.org"}, nil, "myhost|nameserver 10.0.0.53|search example.org", 0},
 		{"name", nil, []string{"--name=custom"}, "custom", 0},
 		{"pod-env", []string{"--set-env=P=pod"}, []string{"--set-env=A=app"}, "pod app", 0},
-		{"supplementary-gids", nil, []string{"--user=1000", "--supplementary-gids=4000,4001"}, "groups=4000,4001", 0},
+		{"supplementary-gids", nil, []string{"--user=1000", "--supplementary-gids=4000,4001"}, "groups=0(root),4000,4001", 0},
 		{"caps-add", nil, []string{"--caps-add=CAP_SYS_ADMIN"}, "CapEff:\t00000000a82425fb", 0},
 		{"privileged", nil, []string{"--privileged"}, "Seccomp:\t0", 0},
 		{"no-new-privileges", nil, []string{"--no-new-privileges"}, "NoNewPrivs:\t1", 0},

@@ -139,7 +139,7 @@ func (x *extractor) resolveDir(dir string) (string, error) {
 }
 
 func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
-	if isSparse(h) {
+	if IsSparse(h) {
 		return ErrSparse
 	}
 	switch h.Typeflag {
@@ -265,10 +265,10 @@ func (x *extractor) hardlink(target string, h *tar.Header) error {
 	return nil
 }
 
-// isSparse reports whether h is a GNU sparse entry or a PAX one (GNU
+// IsSparse reports whether h is a GNU sparse entry or a PAX one (GNU
 // formats 0.0 to 1.0, which archive/tar reports as regular files of the
 // full logical size).
-func isSparse(h *tar.Header) bool {
+func IsSparse(h *tar.Header) bool {
 	if h.Typeflag == tar.TypeGNUSparse {
 		return true
 	}

@@ -20,7 +20,7 @@ func Validate(r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("corrupt tar stream: %w", err)
 		}
-		if isSparse(h) {
+		if IsSparse(h) {
 			return fmt.Errorf("%q: %w", h.Name, ErrSparse)
 		}
 		if _, err := cleanName(h.Name); err != nil {

@@ -191,3 +191,31 @@ func TestFindLeaks(t *testing.T) {
 		t.Errorf("leaks after cleanLeaks: %v", got)
 	}
 }
+
+func TestAptMirror(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, content, want string
+	}{
+		{"one-line", "sources.list", "# deb http://old/ bookworm main\ndeb-src http://src/ bookworm main\n" +
+			"deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main\n", "http://mirror.example/debian"},
+		{"deb822", "sources.list.d/debian.sources", "Types: deb\nURIs: http://sec.example/debian-security\n" +
+			"Suites: bookworm-security\nComponents: main\n\nTypes: deb deb-src\n# a comment\nURIs: http://deb.example/debian\n" +
+			"Suites: bookworm bookworm-updates\nComponents: main\n", "http://deb.example/debian"},
+		{"other suite only", "sources.list", "deb http://x/ trixie main\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, tc.file)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := aptMirror(dir, "bookworm")
+			if got != tc.want || (err != nil) != (tc.want == "") {
+				t.Errorf("aptMirror = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
