@@ -587,7 +587,7 @@ type testEnv struct {
 	ctx   context.Context
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	rt, st := newFakeRuntime(), newFakeStore()
 	cfg := Config{DataDir: rt.cfg.DataDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -629,7 +629,7 @@ func containerConfig(name, image string) *runtimeapi.ContainerConfig {
 }
 
 // runPod runs a sandbox and returns its ID.
-func (e *testEnv) runPod(t *testing.T, name string) string {
+func (e *testEnv) runPod(t testing.TB, name string) string {
 	t.Helper()
 	r, err := e.rs.RunPodSandbox(e.ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(name)})
 	if err != nil {
@@ -639,7 +639,7 @@ func (e *testEnv) runPod(t *testing.T, name string) string {
 }
 
 // createContainer creates a container of busybox (stored first) in pod.
-func (e *testEnv) createContainer(t *testing.T, pod, name string) string {
+func (e *testEnv) createContainer(t testing.TB, pod, name string) string {
 	t.Helper()
 	e.haveImage("busybox")
 	r, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{
@@ -652,7 +652,7 @@ func (e *testEnv) createContainer(t *testing.T, pod, name string) string {
 }
 
 // startContainer creates and starts a container.
-func (e *testEnv) startContainer(t *testing.T, pod, name string) string {
+func (e *testEnv) startContainer(t testing.TB, pod, name string) string {
 	t.Helper()
 	id := e.createContainer(t, pod, name)
 	if _, err := e.rs.StartContainer(e.ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {

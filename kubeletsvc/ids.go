@@ -40,8 +40,9 @@ func podOfContainerID(id string) (string, bool) {
 
 // sandbox is a CRI sandbox: a stage0 pod with CRI metadata.
 type sandbox struct {
-	pod *stage0.PodStatus
-	cfg *runtimeapi.PodSandboxConfig
+	pod   *stage0.PodStatus
+	cfg   *runtimeapi.PodSandboxConfig
+	attrs *rawAttrs // of its stats items
 }
 
 // ID returns the sandbox ID.
@@ -56,6 +57,8 @@ type container struct {
 	sb  *sandbox
 	app *stage0.AppStatus
 	cfg *runtimeapi.ContainerConfig
+	// attrs is the encoded attributes of its stats items
+	attrs *rawAttrs
 }
 
 // asSandbox returns the CRI view of a pod; nil for pods that are not CRI
@@ -68,7 +71,7 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 	if err != nil || cfg == nil {
 		return nil, err
 	}
-	return &sandbox{pod: ps, cfg: cfg}, nil
+	return &sandbox{pod: ps, cfg: cfg, attrs: &rawAttrs{}}, nil
 }
 
 // containers returns the CRI containers of a sandbox.
@@ -92,7 +95,7 @@ func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, 
 		if cfg == nil {
 			continue
 		}
-		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg})
+		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg, attrs: &rawAttrs{}})
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ type listSnapshot struct {
 
 	ctrsOnce sync.Once
 	ctrs     []*container // of every sandbox
+	ctrsOf   map[*sandbox][]*container
 	ctrsErr  error
 
 	containersOnce sync.Once
@@ -82,6 +83,7 @@ func (s *listSnapshot) podSandboxResponse() *runtimeapi.ListPodSandboxResponse {
 // allContainers returns the containers of every sandbox.
 func (s *listSnapshot) allContainers() ([]*container, error) {
 	s.ctrsOnce.Do(func() {
+		s.ctrsOf = make(map[*sandbox][]*container, len(s.sbs))
 		for _, sb := range s.sbs {
 			ctrs, err := sb.containers()
 			if err != nil {
@@ -89,9 +91,18 @@ func (s *listSnapshot) allContainers() ([]*container, error) {
 				return
 			}
 			s.ctrs = append(s.ctrs, ctrs...)
+			s.ctrsOf[sb] = ctrs
 		}
 	})
 	return s.ctrs, s.ctrsErr
+}
+
+// containersOf returns the containers of one of the snapshot's sandboxes.
+func (s *listSnapshot) containersOf(sb *sandbox) ([]*container, error) {
+	if _, err := s.allContainers(); err != nil {
+		return nil, err
+	}
+	return s.ctrsOf[sb], nil
 }
 
 // containerItems returns the unfiltered ListContainers items.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -20,7 +19,11 @@ func (c *criService) PodSandboxStats(ctx context.Context, r *runtimeapi.PodSandb
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.sandboxStats(ctx, s)
+	ctrs, err := s.containers()
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.sandboxStats(ctx, s, ctrs)
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +56,12 @@ func (c *criService) StreamPodSandboxStats(r *runtimeapi.StreamPodSandboxStatsRe
 }
 
 func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	sbs, err := c.listSandboxes(ctx)
+	snap, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var sel []*sandbox
-	for _, s := range sbs {
+	for _, s := range snap.sbs {
 		if f.GetId() != "" && !strings.HasPrefix(s.ID(), f.GetId()) {
 			continue
 		}
@@ -67,31 +70,26 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 		}
 		sel = append(sel, s)
 	}
-	out := make([]*runtimeapi.PodSandboxStats, len(sel))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(statsParallelism)
-	for i, s := range sel {
-		g.Go(func() error {
-			st, err := c.sandboxStats(gctx, s)
-			out[i] = st
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	out := make([]*runtimeapi.PodSandboxStats, 0, len(sel))
+	for _, s := range sel { // one after the other, as listContainerStats
+		ctrs, err := snap.containersOf(s)
+		if err != nil {
+			return nil, err
+		}
+		st, err := c.sandboxStats(ctx, s, ctrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
 
 // sandboxStats sums the usage of a sandbox's apps (from stage1) and reads
-// its network counters from a running app's network namespace.
-func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.PodSandboxStats, error) {
-	out := &runtimeapi.PodSandboxStats{
-		Attributes: &runtimeapi.PodSandboxAttributes{
-			Id: s.ID(), Metadata: s.cfg.GetMetadata(), Labels: s.cfg.GetLabels(), Annotations: s.cfg.GetAnnotations(),
-		},
-		Linux: &runtimeapi.LinuxPodSandboxStats{},
-	}
+// its network counters from a running app's network namespace; ctrs are
+// its containers.
+func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*container) (*runtimeapi.PodSandboxStats, error) {
+	out := s.statsItem()
 	if !s.ready() {
 		return out, nil
 	}
@@ -106,10 +104,6 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.
 	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
 	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		out.Linux.Network = networkUsage(ps)
-	}
-	ctrs, err := s.containers()
-	if err != nil {
-		return nil, err
 	}
 	for _, ct := range ctrs {
 		cs, err := c.containerStats(ctx, ct)

@@ -1,0 +1,59 @@
+package kubeletsvc
+
+import (
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	protobuf "google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The attributes of a stats item (ID, metadata, labels, annotations) do
+// not change while its sandbox or container does, but their maps were
+// most of the encoding of a List*Stats answer (through reflection, on
+// each call). Each sandbox and container of the kept snapshot encodes
+// them once; an item carries those bytes as its unknown fields, which the
+// encoder copies as they are. The client decodes them as the attributes
+// field: the wire form is the same as with Attributes set.
+
+// rawAttrs is the encoded attributes field of one item, made once.
+type rawAttrs struct {
+	once sync.Once
+	b    protoreflect.RawFields
+}
+
+var (
+	ctrAttrsField = (&runtimeapi.ContainerStats{}).ProtoReflect().Descriptor().Fields().ByName("attributes").Number()
+	sbAttrsField  = (&runtimeapi.PodSandboxStats{}).ProtoReflect().Descriptor().Fields().ByName("attributes").Number()
+)
+
+// get returns the field num holding m, encoding it on first use.
+func (r *rawAttrs) get(num protowire.Number, m func() protobuf.Message) protoreflect.RawFields {
+	r.once.Do(func() {
+		b, err := protobuf.Marshal(m())
+		if err != nil {
+			return // leaves the item without attributes rather than fail the call
+		}
+		r.b = protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+	})
+	return r.b
+}
+
+// statsItem returns the container's stats item with its attributes.
+func (ct *container) statsItem() *runtimeapi.ContainerStats {
+	out := &runtimeapi.ContainerStats{}
+	out.ProtoReflect().SetUnknown(ct.attrs.get(ctrAttrsField, func() protobuf.Message {
+		return &runtimeapi.ContainerAttributes{Id: ct.id, Metadata: ct.cfg.GetMetadata(), Labels: ct.cfg.GetLabels(), Annotations: ct.cfg.GetAnnotations()}
+	}))
+	return out
+}
+
+// statsItem returns the sandbox's stats item with its attributes.
+func (s *sandbox) statsItem() *runtimeapi.PodSandboxStats {
+	out := &runtimeapi.PodSandboxStats{Linux: &runtimeapi.LinuxPodSandboxStats{}}
+	out.ProtoReflect().SetUnknown(s.attrs.get(sbAttrsField, func() protobuf.Message {
+		return &runtimeapi.PodSandboxAttributes{Id: s.ID(), Metadata: s.cfg.GetMetadata(), Labels: s.cfg.GetLabels(), Annotations: s.cfg.GetAnnotations()}
+	}))
+	return out
+}
