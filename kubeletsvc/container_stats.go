@@ -74,19 +74,28 @@ func (c *criService) listContainerStats(ctx context.Context, f *runtimeapi.Conta
 }
 
 // containerStats reads a container's usage from stage1; a container that
-// does not run reports its attributes and no usage.
+// does not run reports its attributes and no usage. The answer is shared
+// (kept while stage0 returns the same stats): read-only.
 func (c *criService) containerStats(ctx context.Context, ct *container) (*runtimeapi.ContainerStats, error) {
-	out := ct.statsItem()
 	if ct.app.State != schema.AppRunning || !ct.sb.ready() {
+		if k := ct.kept.Load(); k != nil && k.src == nil {
+			return k.item, nil
+		}
+		out := ct.statsItem()
+		ct.kept.Store(&keptStats[runtimeapi.ContainerStats]{item: out})
 		return out, nil
 	}
 	s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
 	if err != nil {
 		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
-			return out, nil // exited meanwhile
+			return ct.statsItem(), nil // exited meanwhile
 		}
 		return nil, fmt.Errorf("cannot read the stats of container %s: %w", ct.id, err)
 	}
+	if k := ct.kept.Load(); k != nil && k.src == s {
+		return k.item, nil
+	}
+	out := ct.statsItem()
 	out.Cpu, out.Memory = c.usage(ct.id, s)
 	out.WritableLayer = &runtimeapi.FilesystemUsage{
 		Timestamp:  s.Timestamp.UnixNano(),
@@ -95,6 +104,7 @@ func (c *criService) containerStats(ctx context.Context, ct *container) (*runtim
 		InodesUsed: &runtimeapi.UInt64Value{Value: s.WritableLayer.Inodes},
 	}
 	out.Swap = &runtimeapi.SwapUsage{Timestamp: s.Timestamp.UnixNano(), SwapUsageBytes: &runtimeapi.UInt64Value{Value: s.MemorySwap}}
+	ct.kept.Store(&keptStats[runtimeapi.ContainerStats]{src: s, item: out})
 	return out, nil
 }
 

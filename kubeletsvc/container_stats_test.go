@@ -62,3 +62,54 @@ func TestContainerStats(t *testing.T) {
 		t.Errorf("listed stats %v, want only %s's", l.GetStats(), running)
 	}
 }
+
+// A stats item is kept while stage0 returns the same *AppStats, and built
+// again from the next one.
+func TestStatsKeptWhileSameSample(t *testing.T) {
+	e := newTestEnv(t)
+	e.rt.sharedStats = true
+	e.rt.gen = 1 // the List* snapshot is kept too
+	pod := e.runPod(t, "web")
+	ctr := e.startContainer(t, pod, "run")
+	e.rt.mu.Lock()
+	e.rt.gen = 2
+	cs := &stage0.AppStats{Timestamp: time.Now(), Stats: cgstats.Stats{MemoryWorkingSet: 1 << 20}}
+	ps := &stage0.AppStats{Timestamp: time.Now(), Stats: cgstats.Stats{MemoryWorkingSet: 2 << 20}}
+	e.rt.stats[appKey(pod, "run-0")], e.rt.stats[pod] = cs, ps
+	e.rt.mu.Unlock()
+	usage := func() (ctrWS, podWS, podCtrWS uint64) {
+		t.Helper()
+		l, err := e.rs.ListContainerStats(e.ctx, &runtimeapi.ListContainerStatsRequest{})
+		if err != nil || len(l.GetStats()) != 1 || l.GetStats()[0].GetAttributes().GetId() != ctr {
+			t.Fatalf("ListContainerStats: %v, %v", l, err)
+		}
+		p, err := e.rs.ListPodSandboxStats(e.ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+		if err != nil || len(p.GetStats()) != 1 || p.GetStats()[0].GetAttributes().GetId() != pod {
+			t.Fatalf("ListPodSandboxStats: %v, %v", p, err)
+		}
+		lx := p.GetStats()[0].GetLinux()
+		if len(lx.GetContainers()) != 1 {
+			t.Fatalf("ListPodSandboxStats containers: %v", lx)
+		}
+		return l.GetStats()[0].GetMemory().GetWorkingSetBytes().GetValue(), lx.GetMemory().GetWorkingSetBytes().GetValue(),
+			lx.GetContainers()[0].GetMemory().GetWorkingSetBytes().GetValue()
+	}
+	if c, p, pc := usage(); c != 1<<20 || p != 2<<20 || pc != 1<<20 {
+		t.Fatalf("working sets %d %d %d", c, p, pc)
+	}
+	// stage0 never changes stats it returned; this one does to show the
+	// items are kept while the sample is the same
+	e.rt.mu.Lock()
+	cs.MemoryWorkingSet, ps.MemoryWorkingSet = 3<<20, 4<<20
+	e.rt.mu.Unlock()
+	if c, p, pc := usage(); c != 1<<20 || p != 2<<20 || pc != 1<<20 {
+		t.Errorf("same samples: working sets %d %d %d, want the kept 1, 2, 1 MiB", c, p, pc)
+	}
+	// a new sample of the container: its item and its pod's are built again
+	e.rt.mu.Lock()
+	e.rt.stats[appKey(pod, "run-0")] = &stage0.AppStats{Timestamp: time.Now(), Stats: cgstats.Stats{MemoryWorkingSet: 5 << 20}}
+	e.rt.mu.Unlock()
+	if c, p, pc := usage(); c != 5<<20 || p != 4<<20 || pc != 5<<20 {
+		t.Errorf("new container sample: working sets %d %d %d, want 5, 4, 5 MiB", c, p, pc)
+	}
+}

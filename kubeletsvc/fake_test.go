@@ -45,6 +45,9 @@ type fakeRuntime struct {
 	updated map[string]*specs.LinuxResources
 	pid     int
 	gen     uint64 // Generation; 0 (the default) keeps nothing
+	// sharedStats: AppStats and PodStats return the kept *AppStats, as
+	// stage0 does (not a copy)
+	sharedStats bool
 
 	sandboxErr error                                                           // Sandbox fails with it, leaving an exited pod
 	exec       func(ctx context.Context, opts stage0.ExecOptions) (int, error) // nil: exit 0, no output
@@ -406,6 +409,9 @@ func (f *fakeRuntime) AppStats(_ context.Context, uuid, name string) (*stage0.Ap
 		return nil, err
 	}
 	if s, ok := f.stats[appKey(uuid, name)]; ok {
+		if f.sharedStats {
+			return s, nil
+		}
 		c := *s
 		return &c, nil
 	}
@@ -419,6 +425,9 @@ func (f *fakeRuntime) PodStats(_ context.Context, uuid string) (*stage0.AppStats
 		return nil, err
 	}
 	if s, ok := f.stats[uuid]; ok {
+		if f.sharedStats {
+			return s, nil
+		}
 		c := *s
 		return &c, nil
 	}

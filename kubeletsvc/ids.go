@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -43,6 +44,7 @@ type sandbox struct {
 	pod   *stage0.PodStatus
 	cfg   *runtimeapi.PodSandboxConfig
 	attrs *rawAttrs // of its stats items
+	kept  atomic.Pointer[keptStats[runtimeapi.PodSandboxStats]]
 }
 
 // ID returns the sandbox ID.
@@ -59,6 +61,7 @@ type container struct {
 	cfg *runtimeapi.ContainerConfig
 	// attrs is the encoded attributes of its stats items
 	attrs *rawAttrs
+	kept  atomic.Pointer[keptStats[runtimeapi.ContainerStats]]
 }
 
 // asSandbox returns the CRI view of a pod; nil for pods that are not CRI

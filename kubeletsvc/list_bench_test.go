@@ -15,7 +15,8 @@ func benchEnv(b *testing.B, n int) *testEnv {
 		e.startContainer(b, pod, "c")
 	}
 	e.rt.mu.Lock()
-	e.rt.gen = 1 // nothing changes from now on: the snapshot is kept
+	e.rt.gen = 1            // nothing changes from now on: the snapshot is kept
+	e.rt.sharedStats = true // and the stats, as stage0 returns them
 	e.rt.mu.Unlock()
 	return e
 }

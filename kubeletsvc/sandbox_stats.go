@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -87,31 +88,38 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 
 // sandboxStats sums the usage of a sandbox's apps (from stage1) and reads
 // its network counters from a running app's network namespace; ctrs are
-// its containers.
+// its containers. The answer is shared (kept while stage0 returns the same
+// stats of the pod and its containers): read-only.
 func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*container) (*runtimeapi.PodSandboxStats, error) {
-	out := s.statsItem()
 	if !s.ready() {
-		return out, nil
+		return s.statsItem(), nil
 	}
 	ps, err := c.rt.PodStats(ctx, s.ID())
 	if err != nil {
 		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
-			return out, nil
+			return s.statsItem(), nil
 		}
 		return nil, fmt.Errorf("cannot read the stats of pod sandbox %s: %w", s.ID(), err)
 	}
+	cs := make([]*runtimeapi.ContainerStats, 0, len(ctrs))
+	for _, ct := range ctrs {
+		st, err := c.containerStats(ctx, ct)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, st)
+	}
+	if k := s.kept.Load(); k != nil && k.src == ps && slices.Equal(k.ctrs, cs) {
+		return k.item, nil
+	}
+	out := s.statsItem()
 	out.Linux.Cpu, out.Linux.Memory = c.usage(s.ID(), ps)
 	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
 	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		out.Linux.Network = networkUsage(ps)
 	}
-	for _, ct := range ctrs {
-		cs, err := c.containerStats(ctx, ct)
-		if err != nil {
-			return nil, err
-		}
-		out.Linux.Containers = append(out.Linux.Containers, cs)
-	}
+	out.Linux.Containers = cs
+	s.kept.Store(&keptStats[runtimeapi.PodSandboxStats]{src: ps, ctrs: cs, item: out})
 	return out, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	protobuf "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 // The attributes of a stats item (ID, metadata, labels, annotations) do
@@ -16,6 +18,17 @@ import (
 // them once; an item carries those bytes as its unknown fields, which the
 // encoder copies as they are. The client decodes them as the attributes
 // field: the wire form is the same as with Attributes set.
+
+// keptStats is the stats item of a container or sandbox built from src,
+// stage0's stats of it: stage0 returns the same *AppStats until its next
+// read, and the item stays the answer while it does (its CPU rate too:
+// the same sample gives the same rate). A List*Stats call then allocates
+// nothing per item. nil src: a container that does not run.
+type keptStats[T any] struct {
+	src  *stage0.AppStats
+	ctrs []*runtimeapi.ContainerStats // of a sandbox's item
+	item *T
+}
 
 // rawAttrs is the encoded attributes field of one item, made once.
 type rawAttrs struct {
