@@ -3,8 +3,12 @@ package kubeletsvc
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/cgstats"
+	"github.com/rkt/rkt/stage0"
 )
 
 // benchEnv is a service with n sandboxes, each running one container.
@@ -13,6 +17,11 @@ func benchEnv(b *testing.B, n int) *testEnv {
 	for i := 0; i < n; i++ {
 		pod := e.runPod(b, fmt.Sprintf("p%d", i))
 		e.startContainer(b, pod, "c")
+		now := time.Now()
+		e.rt.mu.Lock()
+		e.rt.stats[pod] = &stage0.AppStats{Timestamp: now, Stats: cgstats.Stats{CPUUsageNanos: 1e9, MemoryWorkingSet: 1 << 20}}
+		e.rt.stats[appKey(pod, "c-0")] = &stage0.AppStats{Timestamp: now, Stats: cgstats.Stats{CPUUsageNanos: 1e9, MemoryWorkingSet: 1 << 20}}
+		e.rt.mu.Unlock()
 	}
 	e.rt.mu.Lock()
 	e.rt.gen = 1            // nothing changes from now on: the snapshot is kept
