@@ -16,8 +16,9 @@ import (
 // most of the encoding of a List*Stats answer (through reflection, on
 // each call). Each sandbox and container of the kept snapshot encodes
 // them once; an item carries those bytes as its unknown fields, which the
-// encoder copies as they are. The client decodes them as the attributes
-// field: the wire form is the same as with Attributes set.
+// encoder copies as they are (after the other fields: protobuf allows any
+// order). The client decodes them as the attributes field; in this
+// process an item's Attributes is nil.
 
 // keptStats is the stats item of a container or sandbox built from src,
 // stage0's stats of it: stage0 returns the same *AppStats until its next
