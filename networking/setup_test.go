@@ -282,3 +282,64 @@ func TestTeardownWithoutNetInfo(t *testing.T) {
 		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
 	}
 }
+
+// TestBeginThenAdd: Begin leaves a namespace and an incomplete net-info;
+// Add completes it; a Begin followed by Teardown, or by an Add whose
+// context is cancelled, leaves nothing on the host.
+func TestBeginThenAdd(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+
+	pn := newPod(t, cfg, "")
+	ps, err := Begin(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if nsPath := schema.PodDir(pn.Dir).NetNS(); !isNetNS(nsPath) {
+		t.Fatalf("no network namespace at %s after Begin", nsPath)
+	}
+	if res, err := Load(pn.Dir); err != nil || res.Complete {
+		t.Fatalf("net-info after Begin: %+v, %v; want saved, not complete", res, err)
+	}
+	res, err := ps.Add(ctx)
+	if err != nil || !res.Complete || len(res.PodIPs()) != 1 {
+		t.Fatalf("Add: %+v, %v", res, err)
+	}
+	if loaded, err := Load(pn.Dir); err != nil || !loaded.Complete || loaded.PodIPs()[0] != res.PodIPs()[0] {
+		t.Fatalf("Load after Add = %+v, %v", loaded, err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatal(err)
+	}
+
+	pn = newPod(t, cfg, "")
+	if _, err := Begin(ctx, cfg, pn); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown after Begin: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Begin and Teardown: %v", left)
+	}
+
+	pn = newPod(t, cfg, "")
+	if ps, err = Begin(ctx, cfg, pn); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ps.Add(cctx); err == nil {
+		t.Fatal("Add with a cancelled context succeeded")
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after a failed Add: %v", left)
+	}
+	if _, err := Load(pn.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load after a failed Add: %v", err)
+	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
+	}
+}

@@ -34,17 +34,40 @@ const stage1ReadyTimeout = 2 * time.Minute
 // killed supervisor.
 const orphanWait = 5 * time.Second
 
+// stage1StopWait bounds the wait for a supervisor stopped with SIGTERM
+// before it is killed.
+const stage1StopWait = 10 * time.Second
+
+// stage1Proc is a supervisor that started and reported ready.
+type stage1Proc struct {
+	cmd    *exec.Cmd
+	exited <-chan struct{}
+}
+
+// stop ends the supervisor of a pod that failed to start after it was
+// ready: SIGTERM (it releases what it holds), SIGKILL if it lingers.
+func (s *stage1Proc) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return
+	case <-time.After(stage1StopWait):
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+}
+
 // startStage1 starts the pod's supervisor, handing it the pod lock (fd 3)
 // and a readiness pipe (fd 4), and waits until it is ready.
-func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode) error {
+func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode) (*stage1Proc, error) {
 	logf, err := fileperm.OpenFile(p.layout().Stage1Log(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, fileperm.Shared)
 	if err != nil {
-		return fmt.Errorf("cannot create the stage1 log of pod %s: %w", p.uuid, err)
+		return nil, fmt.Errorf("cannot create the stage1 log of pod %s: %w", p.uuid, err)
 	}
 	defer logf.Close()
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("cannot create the readiness pipe: %w", err)
+		return nil, fmt.Errorf("cannot create the readiness pipe: %w", err)
 	}
 	defer pr.Close()
 	args := []string{"run", "--pod-dir=" + p.dir, "--mode=" + string(mode)}
@@ -64,7 +87,7 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
-		return fmt.Errorf("cannot start stage1 %q for pod %s: %w", r.cfg.Stage1Path, p.uuid, err)
+		return nil, fmt.Errorf("cannot start stage1 %q for pod %s: %w", r.cfg.Stage1Path, p.uuid, err)
 	}
 	r.log.Debug("stage1 started", "pod", p.uuid, "pid", cmd.Process.Pid)
 	exited := reapWhenExited(cmd, pidfd) // reap it if it exits while we live
@@ -80,7 +103,7 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 	case err := <-ready:
 		if err != nil {
 			<-exited
-			return fmt.Errorf("pod %s: %w%s", p.uuid, err, logTail(p))
+			return nil, fmt.Errorf("pod %s: %w%s", p.uuid, err, logTail(p))
 		}
 		go func() {
 			<-exited
@@ -88,11 +111,11 @@ func (r *Runtime) startStage1(ctx context.Context, p *pod, pm *schema.PodManifes
 			// it died, not when someone next looks
 			recordSupervisorDeath(p)
 		}()
-		return nil
+		return &stage1Proc{cmd: cmd, exited: exited}, nil
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		<-exited
-		return fmt.Errorf("pod %s: waiting for stage1: %w", p.uuid, ctx.Err())
+		return nil, fmt.Errorf("pod %s: waiting for stage1: %w", p.uuid, ctx.Err())
 	}
 }
 

@@ -178,7 +178,7 @@ func (sv *supervisor) setup() error {
 		return err
 	}
 	pidFile := schema.PodDir(sv.podDir).Stage1PID()
-	if err := fileperm.WriteFile(pidFile, []byte(self+"\n"), fileperm.Shared); err != nil {
+	if err := fileperm.WriteFileVolatile(pidFile, []byte(self+"\n"), fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot write %q: %w", pidFile, err)
 	}
 	return nil
