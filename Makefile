@@ -130,7 +130,10 @@ functional: all tools
 
 check: fmt vet unit functional
 
-bench: all
+# Benchmarks; BenchmarkCRIVsContainerd measures Debian's containerd beside
+# rkt (installed by .ci/install-bench-deps, as root).
+bench: all tools
+	./.ci/install-bench-deps
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 1x -count=1 $(UNIT_PKGS)
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...

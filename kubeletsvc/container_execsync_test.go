@@ -2,7 +2,18 @@ package kubeletsvc
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
 )
 
 func TestExecOutputBudget(t *testing.T) {
@@ -22,4 +33,78 @@ func TestExecOutputBudget(t *testing.T) {
 	if !bytes.Equal(o.buf.Bytes(), []byte("abcdef")) {
 		t.Fatal("stdout changed")
 	}
+}
+
+func TestExecSync(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	id := e.startContainer(t, pod, "app")
+	var got stage0.ExecOptions
+	e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {
+		got = o
+		fmt.Fprint(o.Stdout, "out")
+		fmt.Fprint(o.Stderr, "err")
+		return 3, nil
+	}
+	r, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sh", "-c", "exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.GetStdout()) != "out" || string(r.GetStderr()) != "err" || r.GetExitCode() != 3 {
+		t.Errorf("stdout %q stderr %q code %d", r.GetStdout(), r.GetStderr(), r.GetExitCode())
+	}
+	if got.App != "app-0" || !slices.Equal(got.Args, []string{"sh", "-c", "exit 3"}) || got.TTY || got.Stdin != nil {
+		t.Errorf("exec options %+v", got)
+	}
+	_, err = e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id})
+	wantCode(t, "no command", err, codes.InvalidArgument)
+}
+
+// Output past the budget is dropped and said so; the reply still fits.
+func TestExecSyncOutputLimit(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.startContainer(t, e.runPod(t, "web"), "app")
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {
+		for i := 0; i < 20; i++ { // 20 MiB, over the 16 MiB message limit
+			o.Stdout.Write(chunk)
+		}
+		return 0, nil
+	}
+	r, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"yes"}}, grpc.MaxCallRecvMsgSize(maxMsgSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GetStdout()) != maxExecSyncOutput {
+		t.Errorf("stdout of %d bytes, want the %d of the budget", len(r.GetStdout()), maxExecSyncOutput)
+	}
+	want := fmt.Sprintf("[output truncated: %d bytes dropped]", 20<<20-maxExecSyncOutput)
+	if !strings.Contains(string(r.GetStderr()), want) {
+		t.Errorf("stderr %q lacks %q", r.GetStderr(), want)
+	}
+}
+
+func TestExecSyncTimeout(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.startContainer(t, e.runPod(t, "web"), "app")
+	e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {
+		<-ctx.Done() // stage0 kills the command when ctx ends
+		return -1, ctx.Err()
+	}
+	start := time.Now()
+	_, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sleep", "100"}, Timeout: 1})
+	wantCode(t, "ExecSync past its timeout", err, codes.DeadlineExceeded)
+	if d := time.Since(start); d < time.Second || d > 10*time.Second {
+		t.Errorf("returned after %v, want about 1s", d)
+	}
+}
+
+func TestExecSyncNotRunning(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	created := e.createContainer(t, pod, "app")
+	_, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: created, Cmd: []string{"true"}})
+	wantCode(t, "exec in a created container", err, codes.FailedPrecondition)
+	_, err = e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Cmd: []string{"true"}})
+	wantCode(t, "exec in an unknown container", err, codes.NotFound)
 }

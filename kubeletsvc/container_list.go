@@ -10,6 +10,13 @@ import (
 
 // ListContainers lists the containers matching the filter.
 func (c *criService) ListContainers(ctx context.Context, r *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	if unfilteredContainers(r.GetFilter()) {
+		snap, err := c.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return snap.containersResponse(c)
+	}
 	items, err := c.containersMatching(ctx, r.GetFilter())
 	if err != nil {
 		return nil, err
@@ -35,7 +42,7 @@ func (c *criService) StreamContainers(r *runtimeapi.StreamContainersRequest, str
 
 // filteredContainers returns the containers a filter selects.
 func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*container, error) {
-	var sbs []*sandbox
+	var ctrs []*container
 	if f.GetPodSandboxId() != "" {
 		s, err := c.getSandbox(ctx, f.GetPodSandboxId())
 		if err != nil {
@@ -44,55 +51,70 @@ func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.Conta
 			}
 			return nil, err
 		}
-		sbs = []*sandbox{s}
+		if ctrs, err = s.containers(); err != nil {
+			return nil, err
+		}
 	} else {
-		var err error
-		if sbs, err = c.listSandboxes(ctx); err != nil {
+		snap, err := c.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ctrs, err = snap.allContainers(); err != nil {
 			return nil, err
 		}
 	}
 	var out []*container
-	for _, s := range sbs {
-		ctrs, err := s.containers()
-		if err != nil {
-			return nil, err
+	for _, ct := range ctrs {
+		if f.GetId() != "" && !strings.HasPrefix(ct.id, f.GetId()) {
+			continue
 		}
-		for _, ct := range ctrs {
-			if f.GetId() != "" && !strings.HasPrefix(ct.id, f.GetId()) {
-				continue
-			}
-			if f.GetState() != nil && f.GetState().GetState() != containerState(ct.app.State) {
-				continue
-			}
-			if !matchLabels(ct.cfg.GetLabels(), f.GetLabelSelector()) {
-				continue
-			}
-			out = append(out, ct)
+		if f.GetState() != nil && f.GetState().GetState() != containerState(ct.app.State) {
+			continue
 		}
+		if !matchLabels(ct.cfg.GetLabels(), f.GetLabelSelector()) {
+			continue
+		}
+		out = append(out, ct)
 	}
 	return out, nil
 }
 
 func (c *criService) containersMatching(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if unfilteredContainers(f) {
+		snap, err := c.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return snap.containerItems(c)
+	}
 	ctrs, err := c.filteredContainers(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	items := []*runtimeapi.Container{}
 	for _, ct := range ctrs {
-		st := c.containerStatus(ct)
-		items = append(items, &runtimeapi.Container{
-			Id:           ct.id,
-			PodSandboxId: ct.sb.ID(),
-			Metadata:     st.Metadata,
-			Image:        st.Image,
-			ImageRef:     st.ImageRef,
-			ImageId:      st.ImageId,
-			State:        st.State,
-			CreatedAt:    st.CreatedAt,
-			Labels:       st.Labels,
-			Annotations:  st.Annotations,
-		})
+		items = append(items, c.containerItem(ct))
 	}
 	return items, nil
+}
+
+func unfilteredContainers(f *runtimeapi.ContainerFilter) bool {
+	return f.GetId() == "" && f.GetPodSandboxId() == "" && f.GetState() == nil && len(f.GetLabelSelector()) == 0
+}
+
+// containerItem is a container as ListContainers shows it.
+func (c *criService) containerItem(ct *container) *runtimeapi.Container {
+	st := c.containerStatus(ct)
+	return &runtimeapi.Container{
+		Id:           ct.id,
+		PodSandboxId: ct.sb.ID(),
+		Metadata:     st.Metadata,
+		Image:        st.Image,
+		ImageRef:     st.ImageRef,
+		ImageId:      st.ImageId,
+		State:        st.State,
+		CreatedAt:    st.CreatedAt,
+		Labels:       st.Labels,
+		Annotations:  st.Annotations,
+	}
 }

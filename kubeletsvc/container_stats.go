@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -62,41 +61,42 @@ func (c *criService) listContainerStats(ctx context.Context, f *runtimeapi.Conta
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*runtimeapi.ContainerStats, len(ctrs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(statsParallelism)
-	for i, ct := range ctrs {
-		g.Go(func() error {
-			st, err := c.containerStats(gctx, ct)
-			out[i] = st
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	// one after the other: stage0 answers from its stats cache (a lookup),
+	// where goroutines cost more than they saved
+	out := make([]*runtimeapi.ContainerStats, 0, len(ctrs))
+	for _, ct := range ctrs {
+		st, err := c.containerStats(ctx, ct)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
 
-// statsParallelism is how many supervisors a List*Stats call asks at once.
-const statsParallelism = 8
-
 // containerStats reads a container's usage from stage1; a container that
-// does not run reports its attributes and no usage.
+// does not run reports its attributes and no usage. The answer is shared
+// (kept while stage0 returns the same stats): read-only.
 func (c *criService) containerStats(ctx context.Context, ct *container) (*runtimeapi.ContainerStats, error) {
-	out := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
-		Id: ct.id, Metadata: ct.cfg.GetMetadata(), Labels: ct.cfg.GetLabels(), Annotations: ct.cfg.GetAnnotations(),
-	}}
 	if ct.app.State != schema.AppRunning || !ct.sb.ready() {
+		if k := ct.kept.Load(); k != nil && k.src == nil {
+			return k.item, nil
+		}
+		out := ct.statsItem()
+		ct.kept.Store(&keptStats[runtimeapi.ContainerStats]{item: out})
 		return out, nil
 	}
 	s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
 	if err != nil {
 		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
-			return out, nil // exited meanwhile
+			return ct.statsItem(), nil // exited meanwhile
 		}
 		return nil, fmt.Errorf("cannot read the stats of container %s: %w", ct.id, err)
 	}
+	if k := ct.kept.Load(); k != nil && k.src == s {
+		return k.item, nil
+	}
+	out := ct.statsItem()
 	out.Cpu, out.Memory = c.usage(ct.id, s)
 	out.Io = ioUsage(s)
 	out.WritableLayer = &runtimeapi.FilesystemUsage{
@@ -106,27 +106,30 @@ func (c *criService) containerStats(ctx context.Context, ct *container) (*runtim
 		InodesUsed: &runtimeapi.UInt64Value{Value: s.WritableLayer.Inodes},
 	}
 	out.Swap = &runtimeapi.SwapUsage{Timestamp: s.Timestamp.UnixNano(), SwapUsageBytes: &runtimeapi.UInt64Value{Value: s.MemorySwap}}
+	ct.kept.Store(&keptStats[runtimeapi.ContainerStats]{src: s, item: out})
 	return out, nil
 }
 
 // usage converts stage0 stats to CRI's cpu and memory usage.
 func (c *criService) usage(key string, s *stage0.AppStats) (*runtimeapi.CpuUsage, *runtimeapi.MemoryUsage) {
 	ts := s.Timestamp.UnixNano()
+	v := make([]runtimeapi.UInt64Value, 8) // one allocation for the values
+	val := func(i int, x uint64) *runtimeapi.UInt64Value { v[i].Value = x; return &v[i] }
 	cpu := &runtimeapi.CpuUsage{
 		Timestamp:            ts,
-		UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: s.CPUUsageNanos},
-		UsageNanoCores:       &runtimeapi.UInt64Value{Value: c.stats.rate(key, s.Timestamp, s.CPUUsageNanos)},
+		UsageCoreNanoSeconds: val(0, s.CPUUsageNanos),
+		UsageNanoCores:       val(1, c.stats.rate(key, s.Timestamp, s.CPUUsageNanos)),
 	}
 	mem := &runtimeapi.MemoryUsage{
 		Timestamp:       ts,
-		WorkingSetBytes: &runtimeapi.UInt64Value{Value: s.MemoryWorkingSet},
-		UsageBytes:      &runtimeapi.UInt64Value{Value: s.MemoryUsage},
-		RssBytes:        &runtimeapi.UInt64Value{Value: s.MemoryRSS},
-		PageFaults:      &runtimeapi.UInt64Value{Value: s.MemoryPgFault},
-		MajorPageFaults: &runtimeapi.UInt64Value{Value: s.MemoryPgMajFault},
+		WorkingSetBytes: val(2, s.MemoryWorkingSet),
+		UsageBytes:      val(3, s.MemoryUsage),
+		RssBytes:        val(4, s.MemoryRSS),
+		PageFaults:      val(5, s.MemoryPgFault),
+		MajorPageFaults: val(6, s.MemoryPgMajFault),
 	}
 	if s.MemoryLimit > 0 && s.MemoryLimit < unlimited && s.MemoryLimit > s.MemoryWorkingSet {
-		mem.AvailableBytes = &runtimeapi.UInt64Value{Value: s.MemoryLimit - s.MemoryWorkingSet}
+		mem.AvailableBytes = val(7, s.MemoryLimit-s.MemoryWorkingSet)
 	}
 	cpu.Psi, mem.Psi = psiStats(s.CPUPressure), psiStats(s.MemoryPressure)
 	return cpu, mem

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -40,8 +41,10 @@ func podOfContainerID(id string) (string, bool) {
 
 // sandbox is a CRI sandbox: a stage0 pod with CRI metadata.
 type sandbox struct {
-	pod *stage0.PodStatus
-	cfg *runtimeapi.PodSandboxConfig
+	pod   *stage0.PodStatus
+	cfg   *runtimeapi.PodSandboxConfig
+	attrs *rawAttrs // of its stats items
+	kept  atomic.Pointer[keptStats[runtimeapi.PodSandboxStats]]
 }
 
 // ID returns the sandbox ID.
@@ -56,6 +59,9 @@ type container struct {
 	sb  *sandbox
 	app *stage0.AppStatus
 	cfg *runtimeapi.ContainerConfig
+	// attrs is the encoded attributes of its stats items
+	attrs *rawAttrs
+	kept  atomic.Pointer[keptStats[runtimeapi.ContainerStats]]
 }
 
 // asSandbox returns the CRI view of a pod; nil for pods that are not CRI
@@ -68,7 +74,7 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 	if err != nil || cfg == nil {
 		return nil, err
 	}
-	return &sandbox{pod: ps, cfg: cfg}, nil
+	return &sandbox{pod: ps, cfg: cfg, attrs: &rawAttrs{}}, nil
 }
 
 // containers returns the CRI containers of a sandbox.
@@ -92,29 +98,19 @@ func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, 
 		if cfg == nil {
 			continue
 		}
-		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg})
+		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg, attrs: &rawAttrs{}})
 	}
 	return out, nil
 }
 
 // listSandboxes returns every CRI sandbox.
+// The slice and the sandboxes are shared (list_snapshot.go): read-only.
 func (c *criService) listSandboxes(ctx context.Context) ([]*sandbox, error) {
-	pods, err := c.rt.List(ctx)
+	s, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []*sandbox
-	for _, p := range pods {
-		s, err := asSandbox(p)
-		if err != nil {
-			c.log.Warn("skipping pod with unreadable CRI metadata", "pod", p.UUID, "error", err)
-			continue
-		}
-		if s != nil {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return s.sbs, nil
 }
 
 // getSandbox finds a sandbox by ID (or unique ID prefix).

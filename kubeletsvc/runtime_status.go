@@ -2,10 +2,10 @@ package kubeletsvc
 
 import (
 	"context"
-	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 )
 
@@ -37,7 +37,7 @@ func (c *criService) Status(ctx context.Context, r *runtimeapi.StatusRequest) (*
 		cfg := c.rt.Config()
 		resp.Info = map[string]string{"config": toJSON(map[string]any{
 			"dataDir":       cfg.DataDir,
-			"stateDir":      filepath.Join(cfg.DataDir, "pods"), // where app rootfs live (critest checks idmap support on its parent)
+			"stateDir":      schema.PodsDir(cfg.DataDir), // where app rootfs live (critest checks idmap support on its parent)
 			"stage1Path":    cfg.Stage1Path,
 			"cgroupParent":  cfg.CgroupParent,
 			"cniConfDir":    c.rt.Config().Net.ConfDir,

@@ -10,6 +10,13 @@ import (
 
 // ListPodSandbox lists the sandboxes matching the filter.
 func (c *criService) ListPodSandbox(ctx context.Context, r *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	if unfilteredSandboxes(r.GetFilter()) {
+		snap, err := c.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return snap.podSandboxResponse(), nil
+	}
 	items, err := c.podSandboxes(ctx, r.GetFilter())
 	if err != nil {
 		return nil, err
@@ -37,10 +44,14 @@ func (c *criService) StreamPodSandboxes(r *runtimeapi.StreamPodSandboxesRequest,
 }
 
 func (c *criService) podSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	sbs, err := c.listSandboxes(ctx)
+	snap, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if unfilteredSandboxes(f) {
+		return snap.podSandboxItems(), nil
+	}
+	sbs := snap.sbs
 	items := []*runtimeapi.PodSandbox{}
 	for _, s := range sbs {
 		if f != nil {
@@ -54,17 +65,26 @@ func (c *criService) podSandboxes(ctx context.Context, f *runtimeapi.PodSandboxF
 				continue
 			}
 		}
-		items = append(items, &runtimeapi.PodSandbox{
-			Id:             s.ID(),
-			Metadata:       s.cfg.GetMetadata(),
-			State:          sandboxState(s),
-			CreatedAt:      s.pod.CreatedAt.UnixNano(),
-			Labels:         s.cfg.GetLabels(),
-			Annotations:    s.cfg.GetAnnotations(),
-			RuntimeHandler: s.pod.Manifest.Annotations[annoHandler],
-		})
+		items = append(items, podSandboxItem(s))
 	}
 	return items, nil
+}
+
+// podSandboxItem is a sandbox as ListPodSandbox shows it.
+func podSandboxItem(s *sandbox) *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id:             s.ID(),
+		Metadata:       s.cfg.GetMetadata(),
+		State:          sandboxState(s),
+		CreatedAt:      s.pod.CreatedAt.UnixNano(),
+		Labels:         s.cfg.GetLabels(),
+		Annotations:    s.cfg.GetAnnotations(),
+		RuntimeHandler: s.pod.Manifest.Annotations[annoHandler],
+	}
+}
+
+func unfilteredSandboxes(f *runtimeapi.PodSandboxFilter) bool {
+	return f.GetId() == "" && f.GetState() == nil && len(f.GetLabelSelector()) == 0
 }
 
 // matchLabels reports whether labels hold every key=value of selector.

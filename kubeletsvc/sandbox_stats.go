@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -20,7 +20,11 @@ func (c *criService) PodSandboxStats(ctx context.Context, r *runtimeapi.PodSandb
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.sandboxStats(ctx, s)
+	ctrs, err := s.containers()
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.sandboxStats(ctx, s, ctrs)
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +57,12 @@ func (c *criService) StreamPodSandboxStats(r *runtimeapi.StreamPodSandboxStatsRe
 }
 
 func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	sbs, err := c.listSandboxes(ctx)
+	snap, err := c.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var sel []*sandbox
-	for _, s := range sbs {
+	for _, s := range snap.sbs {
 		if f.GetId() != "" && !strings.HasPrefix(s.ID(), f.GetId()) {
 			continue
 		}
@@ -67,58 +71,56 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 		}
 		sel = append(sel, s)
 	}
-	out := make([]*runtimeapi.PodSandboxStats, len(sel))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(statsParallelism)
-	for i, s := range sel {
-		g.Go(func() error {
-			st, err := c.sandboxStats(gctx, s)
-			out[i] = st
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	out := make([]*runtimeapi.PodSandboxStats, 0, len(sel))
+	for _, s := range sel { // one after the other, as listContainerStats
+		ctrs, err := snap.containersOf(s)
+		if err != nil {
+			return nil, err
+		}
+		st, err := c.sandboxStats(ctx, s, ctrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
 
 // sandboxStats sums the usage of a sandbox's apps (from stage1) and reads
-// its network counters from a running app's network namespace.
-func (c *criService) sandboxStats(ctx context.Context, s *sandbox) (*runtimeapi.PodSandboxStats, error) {
-	out := &runtimeapi.PodSandboxStats{
-		Attributes: &runtimeapi.PodSandboxAttributes{
-			Id: s.ID(), Metadata: s.cfg.GetMetadata(), Labels: s.cfg.GetLabels(), Annotations: s.cfg.GetAnnotations(),
-		},
-		Linux: &runtimeapi.LinuxPodSandboxStats{},
-	}
+// its network counters from a running app's network namespace; ctrs are
+// its containers. The answer is shared (kept while stage0 returns the same
+// stats of the pod and its containers): read-only.
+func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*container) (*runtimeapi.PodSandboxStats, error) {
 	if !s.ready() {
-		return out, nil
+		return s.statsItem(), nil
 	}
 	ps, err := c.rt.PodStats(ctx, s.ID())
 	if err != nil {
 		if isNotFound(err) || errors.Is(err, stage0.ErrNotRunning) {
-			return out, nil
+			return s.statsItem(), nil
 		}
 		return nil, fmt.Errorf("cannot read the stats of pod sandbox %s: %w", s.ID(), err)
 	}
+	cs := make([]*runtimeapi.ContainerStats, 0, len(ctrs))
+	for _, ct := range ctrs {
+		st, err := c.containerStats(ctx, ct)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, st)
+	}
+	if k := s.kept.Load(); k != nil && k.src == ps && slices.Equal(k.ctrs, cs) {
+		return k.item, nil
+	}
+	out := s.statsItem()
 	out.Linux.Cpu, out.Linux.Memory = c.usage(s.ID(), ps)
 	out.Linux.Io = ioUsage(ps)
 	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
 	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		out.Linux.Network = networkUsage(ps)
 	}
-	ctrs, err := s.containers()
-	if err != nil {
-		return nil, err
-	}
-	for _, ct := range ctrs {
-		cs, err := c.containerStats(ctx, ct)
-		if err != nil {
-			return nil, err
-		}
-		out.Linux.Containers = append(out.Linux.Containers, cs)
-	}
+	out.Linux.Containers = cs
+	s.kept.Store(&keptStats[runtimeapi.PodSandboxStats]{src: ps, ctrs: cs, item: out})
 	return out, nil
 }
 

@@ -76,16 +76,23 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("kubelet-service cannot start: %w", err)
 	}
 	in := &instrument{log: cfg.Logger, auth: &authorizer{gid: gid, groupsOf: procGroups}}
-	g := grpc.NewServer(
-		grpc.Creds(peerCreds{}),
+	g := newGRPCServer(svc, in, grpc.Creds(peerCreds{}))
+	return &Server{cfg: cfg, log: cfg.Logger, gid: gid, svc: svc, grpc: g}, nil
+}
+
+// newGRPCServer serves svc's CRI services through in (and opts), within
+// the kubelet's message limits.
+func newGRPCServer(svc *criService, in *instrument, opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append(opts,
 		grpc.MaxRecvMsgSize(maxMsgSize),
 		grpc.MaxSendMsgSize(maxMsgSize),
 		grpc.ChainUnaryInterceptor(in.unary),
 		grpc.ChainStreamInterceptor(in.stream),
-	)
+		grpc.ForceServerCodecV2(newCodec(svc)),
+	)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc)
 	runtimeapi.RegisterImageServiceServer(g, svc)
-	return &Server{cfg: cfg, log: cfg.Logger, gid: gid, svc: svc, grpc: g}, nil
+	return g
 }
 
 // Serve listens (socket activation or its own socket), serves until ctx is

@@ -2,8 +2,8 @@ package kubeletsvc
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -22,15 +22,16 @@ type criService struct {
 
 	cfg    Config
 	log    *slog.Logger
-	store  *store.Store
-	rt     *stage0.Runtime
+	store  imageStore
+	rt     podRuntime
 	stream streaming.Server // set by Server.Serve before serving
 
 	sandboxNames   *registrar.Registrar // name_namespace_uid_attempt -> pod UUID
 	containerNames *registrar.Registrar // name_sandbox_attempt -> container ID
 	events         *eventBus
 	stats          *cpuSampler
-	stopping       <-chan struct{} // closed when the service shuts down
+	snap           atomic.Pointer[listSnapshot] // the last kept one
+	stopping       <-chan struct{}              // closed when the service shuts down
 	// usernsErr says why pods cannot have user namespaces here (nil: they
 	// can); probed once at start.
 	usernsErr error
@@ -51,7 +52,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		CgroupParent: cfg.CgroupParent,
 		Watch:        true, // List*/Status* from memory
 		Debug:        logger.Enabled(context.Background(), slog.LevelDebug),
-		Logf:         func(format string, args ...any) { logger.Debug("stage0: " + fmt.Sprintf(format, args...)) },
+		Logger:       logger.With("component", "stage0"),
 	})
 	if err != nil {
 		return nil, err
@@ -62,10 +63,16 @@ func newCRIService(cfg Config) (*criService, error) {
 	if usernsErr != nil {
 		logger.Info("pods cannot have user namespaces", "reason", usernsErr)
 	}
+	return newService(cfg, st, rt, usernsErr), nil
+}
+
+// newService returns a service on the given store and runtime; usernsErr
+// says why pods cannot have user namespaces (nil: they can).
+func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criService {
 	return &criService{
 		usernsErr:      usernsErr,
 		cfg:            cfg,
-		log:            logger,
+		log:            cfg.Logger,
 		store:          st,
 		rt:             rt,
 		sandboxNames:   registrar.New(),
@@ -73,7 +80,7 @@ func newCRIService(cfg Config) (*criService, error) {
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
-	}, nil
+	}
 }
 
 // startBackground rebuilds the name reservations from the pod directories

@@ -33,11 +33,16 @@ func gatewayOf(subnet string) (*net.IPNet, error) {
 // The caller holds the network state lock.
 func fitBridge(ctx context.Context, bridge, subnet string) error {
 	ifc, err := net.InterfaceByName(bridge)
-	if err != nil {
+	for try := 0; err != nil; try++ {
 		if _, serr := os.Stat(filepath.Join("/sys/class/net", bridge)); errors.Is(serr, os.ErrNotExist) {
 			return nil // the plugin creates it
 		}
-		return fmt.Errorf("cannot inspect bridge %q: %w", bridge, err)
+		if try == 3 {
+			return fmt.Errorf("cannot inspect bridge %q: %w", bridge, err)
+		}
+		// it exists: InterfaceByName lists every link, and a listing
+		// interrupted by other pods' veths coming and going can miss it
+		ifc, err = net.InterfaceByName(bridge)
 	}
 	gw, err := gatewayOf(subnet)
 	if err != nil {

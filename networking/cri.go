@@ -36,25 +36,32 @@ func CRINetwork(cfg Config) (string, error) {
 // NetworkReady reports whether CRI pods can get a network and, when not, a
 // message saying why: no config in ConfDir, an invalid one, or a plugin it
 // names that is missing from PluginDirs.
-func NetworkReady(cfg Config) (bool, string) {
+func NetworkReady(cfg Config) (bool, string) { return cachedReady(cfg) }
+
+// networkReady computes NetworkReady's answer and returns the plugins it
+// found.
+func networkReady(cfg Config) (bool, string, []string) {
 	name, err := CRINetwork(cfg)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	data, _, err := networkConfList(cfg, name, false)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	types, err := pluginTypes(data)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
+	var found []string
 	for _, t := range types {
-		if _, err := findPlugin(cfg, t); err != nil {
-			return false, fmt.Sprintf("network %q: %v", name, err)
+		p, err := findPlugin(cfg, t)
+		if err != nil {
+			return false, fmt.Sprintf("network %q: %v", name, err), found
 		}
+		found = append(found, p)
 	}
-	return true, ""
+	return true, "", found
 }
 
 // findPlugin returns the path of the CNI plugin binary typ in PluginDirs.

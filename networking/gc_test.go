@@ -30,7 +30,7 @@ func TestGC(t *testing.T) {
 	if err := os.WriteFile(orphan, []byte("deadbeef-dead\r\neth0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := removeNetNS(filepath.Join(gone.Dir, schema.NetNSFile)); err != nil {
+	if err := removeNetNS(schema.PodDir(gone.Dir).NetNS()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(gone.Dir); err != nil {

@@ -130,4 +130,39 @@ func TestNetworkReady(t *testing.T) {
 	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, "00-bad.conf") {
 		t.Fatalf("invalid config: ready=%v %q", ok, reason)
 	}
+	// The answer is kept while its inputs are unchanged: each change is
+	// seen on the next call.
+	if err := os.Remove(filepath.Join(dir, "00-bad.conf")); err != nil {
+		t.Fatal(err)
+	}
+	for _, plugin := range []string{"bridge", "host-local"} {
+		if err := os.WriteFile(filepath.Join(cfg.PluginDirs[0], plugin), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if ok, reason := NetworkReady(cfg); !ok {
+			t.Fatalf("plugins installed: not ready: %s", reason)
+		}
+	}
+	conf := filepath.Join(dir, "10-net.conflist")
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte(strings.Replace(string(b), `"bridge",`, `"macvlan",`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"macvlan" not found`) {
+		t.Fatalf("config edited in place to name a missing plugin: ready=%v %q", ok, reason)
+	}
+	if err := os.WriteFile(conf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(cfg.PluginDirs[0], "host-local")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, reason := NetworkReady(cfg); ok || !strings.Contains(reason, `"host-local" not found`) {
+		t.Fatalf("plugin removed: ready=%v %q", ok, reason)
+	}
 }

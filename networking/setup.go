@@ -31,6 +31,25 @@ const rollbackTimeout = 30 * time.Second
 // With host networking Setup only records the mode: ports are ignored (apps
 // bind host ports themselves). With "none" publishing ports is an error.
 func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
+	ps, err := Begin(ctx, cfg, pn)
+	if err != nil {
+		return nil, err
+	}
+	return ps.Add(ctx)
+}
+
+// PendingSetup is a Setup whose network namespace exists and whose CNI
+// ADDs are still to do (Add).
+type PendingSetup struct {
+	cfg Config
+	pn  PodNet
+	res *Result
+}
+
+// Begin is the first half of Setup: everything up to the network namespace,
+// which exists when it returns. The caller must call Add (whose rollback
+// also undoes Begin), or Teardown. On error Begin tears down what it did.
+func Begin(ctx context.Context, cfg Config, pn PodNet) (*PendingSetup, error) {
 	if !filepath.IsAbs(pn.Dir) || pn.UUID == "" {
 		return nil, fmt.Errorf("cannot set up network of pod %q in %q: need a UUID and an absolute pod dir", pn.UUID, pn.Dir)
 	}
@@ -54,9 +73,10 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 	}
 
 	res := &Result{UUID: pn.UUID, Net: pn.Net, Ports: pn.Ports}
+	ps := &PendingSetup{cfg: cfg, pn: pn, res: res}
 	if names[0] == NetHost {
 		res.Complete = true
-		return res, save(pn.Dir, res)
+		return ps, save(pn.Dir, res)
 	}
 	if names[0] == NetNone && len(pn.Ports) > 0 {
 		return nil, fmt.Errorf("cannot publish ports of pod %q: network %q has no interface but loopback", pn.UUID, NetNone)
@@ -70,19 +90,36 @@ func Setup(ctx context.Context, cfg Config, pn PodNet) (*Result, error) {
 			res.Masquerade = cfg.DefaultSubnet
 		}
 	}
-	res.NetNS = filepath.Join(pn.Dir, schema.NetNSFile)
+	res.NetNS = schema.PodDir(pn.Dir).NetNS()
 	if err := save(pn.Dir, res); err != nil {
 		return nil, err
 	}
-	if err := setupAll(ctx, cfg, pn, res); err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		if terr := Teardown(rctx, cfg, pn.Dir); terr != nil {
-			return nil, fmt.Errorf("%w (and cleaning up failed: %v)", err, terr)
-		}
-		return nil, err
+	if err := createNS(ctx, cfg, pn, res); err != nil {
+		return nil, ps.rollback(ctx, err)
 	}
-	return res, nil
+	return ps, nil
+}
+
+// Add is the second half of Setup: the CNI ADDs, in the namespace Begin
+// created. On error it tears down the pod's network.
+func (ps *PendingSetup) Add(ctx context.Context) (*Result, error) {
+	if ps.res.Complete {
+		return ps.res, nil
+	}
+	if err := addAll(ctx, ps.cfg, ps.pn, ps.res); err != nil {
+		return nil, ps.rollback(ctx, err)
+	}
+	return ps.res, nil
+}
+
+// rollback tears down what the setup did and returns err.
+func (ps *PendingSetup) rollback(ctx context.Context, err error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if terr := Teardown(rctx, ps.cfg, ps.pn.Dir); terr != nil {
+		return fmt.Errorf("%w (and cleaning up failed: %v)", err, terr)
+	}
+	return err
 }
 
 // planNetworks builds the config of every network, ports on the first one;
@@ -154,9 +191,8 @@ func cniPortMappings(ports []schema.PortMapping) []interface{} {
 	return pms
 }
 
-// setupAll creates the namespace and adds every planned network, saving
-// progress after each step.
-func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
+// createNS reserves the masquerade rule and creates the namespace.
+func createNS(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 	if err := cfg.ensureStateDir(); err != nil {
 		return err
 	}
@@ -172,6 +208,11 @@ func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 	if err := create(res.NetNS); err != nil {
 		return fmt.Errorf("cannot set up network of pod %q: %w", pn.UUID, err)
 	}
+	return nil
+}
+
+// addAll adds every planned network, saving progress after each.
+func addAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 	cni := newCNI(cfg)
 	for i := range res.Networks {
 		n := &res.Networks[i]
@@ -187,11 +228,13 @@ func setupAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 			return fmt.Errorf("cannot read result of network %q for pod %q: %w", n.Name, pn.UUID, err)
 		}
 		n.Added = true
-		if err := save(pn.Dir, res); err != nil {
-			return err
+		if i < len(res.Networks)-1 {
+			if err := save(pn.Dir, res); err != nil {
+				return err
+			}
 		}
 	}
-	res.Complete = true
+	res.Complete = true // saved with the last network's result
 	return save(pn.Dir, res)
 }
 

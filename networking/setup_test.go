@@ -24,7 +24,7 @@ func TestSetupTeardownDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if !res.Complete || res.NetNS != filepath.Join(pn.Dir, schema.NetNSFile) || !isNetNS(res.NetNS) {
+	if !res.Complete || res.NetNS != schema.PodDir(pn.Dir).NetNS() || !isNetNS(res.NetNS) {
 		t.Fatalf("bad result %+v (netns mounted: %v)", res, isNetNS(res.NetNS))
 	}
 	ips := res.PodIPs()
@@ -210,7 +210,7 @@ func TestHostNetwork(t *testing.T) {
 	if res.NetNS != "" || len(res.Networks) != 0 || !res.Complete {
 		t.Fatalf("bad host result %+v", res)
 	}
-	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetNSFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(schema.PodDir(pn.Dir).NetNS()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("host pod has a netns file: %v", err)
 	}
 	if l, err := Load(pn.Dir); err != nil || l.Net != NetHost {
@@ -221,7 +221,7 @@ func TestHostNetwork(t *testing.T) {
 			t.Fatalf("Teardown: %v", err)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(pn.Dir, schema.NetInfoFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(schema.PodDir(pn.Dir).NetInfo()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("net-info left: %v", err)
 	}
 }
@@ -243,7 +243,7 @@ func TestPodDirMoved(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = Teardown(context.Background(), cfg, moved) })
 	res, err := Load(moved)
-	if err != nil || res.NetNS != filepath.Join(moved, schema.NetNSFile) || !isNetNS(res.NetNS) {
+	if err != nil || res.NetNS != schema.PodDir(moved).NetNS() || !isNetNS(res.NetNS) {
 		t.Fatalf("Load after move = %+v, %v", res, err)
 	}
 	if err := Teardown(ctx, cfg, moved); err != nil {
@@ -269,7 +269,7 @@ func TestTeardownWithoutNetInfo(t *testing.T) {
 	if _, err := Setup(ctx, cfg, pn); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if err := os.Remove(filepath.Join(pn.Dir, schema.NetInfoFile)); err != nil {
+	if err := os.Remove(schema.PodDir(pn.Dir).NetInfo()); err != nil {
 		t.Fatal(err)
 	}
 	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
@@ -277,6 +277,67 @@ func TestTeardownWithoutNetInfo(t *testing.T) {
 	}
 	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
 		t.Fatalf("after Teardown: %v", left)
+	}
+	if masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
+	}
+}
+
+// TestBeginThenAdd: Begin leaves a namespace and an incomplete net-info;
+// Add completes it; a Begin followed by Teardown, or by an Add whose
+// context is cancelled, leaves nothing on the host.
+func TestBeginThenAdd(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+
+	pn := newPod(t, cfg, "")
+	ps, err := Begin(ctx, cfg, pn)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if nsPath := schema.PodDir(pn.Dir).NetNS(); !isNetNS(nsPath) {
+		t.Fatalf("no network namespace at %s after Begin", nsPath)
+	}
+	if res, err := Load(pn.Dir); err != nil || res.Complete {
+		t.Fatalf("net-info after Begin: %+v, %v; want saved, not complete", res, err)
+	}
+	res, err := ps.Add(ctx)
+	if err != nil || !res.Complete || len(res.PodIPs()) != 1 {
+		t.Fatalf("Add: %+v, %v", res, err)
+	}
+	if loaded, err := Load(pn.Dir); err != nil || !loaded.Complete || loaded.PodIPs()[0] != res.PodIPs()[0] {
+		t.Fatalf("Load after Add = %+v, %v", loaded, err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatal(err)
+	}
+
+	pn = newPod(t, cfg, "")
+	if _, err := Begin(ctx, cfg, pn); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown after Begin: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after Begin and Teardown: %v", left)
+	}
+
+	pn = newPod(t, cfg, "")
+	if ps, err = Begin(ctx, cfg, pn); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ps.Add(cctx); err == nil {
+		t.Fatal("Add with a cancelled context succeeded")
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after a failed Add: %v", left)
+	}
+	if _, err := Load(pn.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load after a failed Add: %v", err)
 	}
 	if masqueradePresent(ctx, cfg.DefaultSubnet) {
 		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)

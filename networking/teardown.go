@@ -18,7 +18,7 @@ import (
 // matching os.ErrNotExist when the pod has none. NetNS is given relative to
 // podDir as it is now: pods move between state directories by rename.
 func Load(podDir string) (*Result, error) {
-	path := filepath.Join(podDir, schema.NetInfoFile)
+	path := schema.PodDir(podDir).NetInfo()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read network info of pod %q: %w", podDir, err)
@@ -28,7 +28,7 @@ func Load(podDir string) (*Result, error) {
 		return nil, fmt.Errorf("cannot parse network info %q: %w", path, err)
 	}
 	if res.NetNS != "" {
-		res.NetNS = filepath.Join(podDir, schema.NetNSFile)
+		res.NetNS = schema.PodDir(podDir).NetNS()
 	}
 	return &res, nil
 }
@@ -38,7 +38,7 @@ func save(podDir string, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode network info of pod %q: %w", podDir, err)
 	}
-	return fileperm.WriteFile(filepath.Join(podDir, schema.NetInfoFile), data, fileperm.Shared)
+	return fileperm.WriteFile(schema.PodDir(podDir).NetInfo(), data, fileperm.Shared)
 }
 
 // Teardown undoes Setup from what it saved: CNI DEL of every network (in
@@ -48,7 +48,7 @@ func save(podDir string, res *Result) error {
 // vanished since. When a DEL fails, the namespace and net-info.json are kept
 // so that a later Teardown can retry.
 func Teardown(ctx context.Context, cfg Config, podDir string) error {
-	netnsPath := filepath.Join(podDir, schema.NetNSFile)
+	netnsPath := schema.PodDir(podDir).NetNS()
 	res, err := Load(podDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -77,7 +77,7 @@ func Teardown(ctx context.Context, cfg Config, podDir string) error {
 	if err := removeNetNS(netnsPath); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(podDir, schema.NetInfoFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(schema.PodDir(podDir).NetInfo()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cannot remove network info of pod %q: %w", podDir, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,7 +64,7 @@ func runtimeConfig(f runtimeFlags, s *store.Store) stage0.Config {
 		},
 		CgroupParent: f.cgroupParent,
 		Debug:        globals.Debug,
-		Logf:         debugf,
+		Logger:       debugLogger(),
 	}
 }
 
@@ -77,11 +78,14 @@ func newRuntimeNoStore(f runtimeFlags) (*stage0.Runtime, error) {
 	return rt, nil
 }
 
-// debugf prints to stderr with --debug.
-func debugf(format string, args ...any) {
-	if globals.Debug {
-		fmt.Fprintf(os.Stderr, "rkt: "+format+"\n", args...)
+// debugLogger is the log of --debug: every level to stderr; without
+// --debug it discards everything (the CLI reports by its output and
+// errors).
+func debugLogger() *slog.Logger {
+	if !globals.Debug {
+		return slog.New(slog.DiscardHandler)
 	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM.

@@ -79,7 +79,8 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 	defer cancel()
 	opts := stage0.PrepareOptions{PodOptions: podOpts}
 	t0 := time.Now()
-	defer func() { debugf("rkt %s: %s", cmd.Name(), time.Since(t0)) }()
+	log := debugLogger()
+	defer func() { log.Debug("command done", "command", cmd.Name(), "after", time.Since(t0)) }()
 	for _, a := range apps {
 		id, err := fetchForRun(ctx, s, a.image, f)
 		if err != nil {
@@ -123,9 +124,9 @@ func runPodCommand(cmd *cobra.Command, f *podFlags, apps []*appArg, run bool) er
 		fmt.Fprintln(cmd.OutOrStdout(), uuid)
 		return nil
 	}
-	debugf("images resolved after %s", time.Since(t0))
+	log.Debug("images resolved", "after", time.Since(t0))
 	uuid, err := rt.Run(ctx, opts)
-	debugf("pod started after %s", time.Since(t0))
+	log.Debug("pod started", "after", time.Since(t0))
 	if uuid != "" {
 		if serr := saveUUID(f.uuidFileSave, uuid); serr != nil && err == nil {
 			err = serr

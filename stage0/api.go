@@ -98,6 +98,27 @@ func (r *Runtime) List(ctx context.Context) ([]*PodStatus, error) {
 	return r.list(ctx)
 }
 
+// ListGen is List with the generation of the in-memory view (Config.Watch)
+// the answer is of: while Generation returns the same, List would answer
+// the same. 0: no view, or pods that are read from disk on every call.
+// The statuses are shared: read-only.
+func (r *Runtime) ListGen(ctx context.Context) ([]*PodStatus, uint64, error) {
+	if r.view == nil {
+		pods, err := r.list(ctx)
+		return pods, 0, err
+	}
+	return r.view.list()
+}
+
+// Generation is the in-memory view's generation (see ListGen); 0 without
+// a view.
+func (r *Runtime) Generation() uint64 {
+	if r.view == nil {
+		return 0
+	}
+	return r.view.gen.Load()
+}
+
 // Status returns the status of one pod.
 func (r *Runtime) Status(ctx context.Context, uuid string) (*PodStatus, error) {
 	return r.status(ctx, uuid)

@@ -27,7 +27,7 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	}
 	for _, v := range pm.Volumes {
 		if v.Kind == "empty" || v.Kind == "" {
-			if err := makeEmptyVolume(p.dir, pm, v.Name); err != nil {
+			if err := makeEmptyVolume(p.layout(), pm, v.Name); err != nil {
 				return err
 			}
 		}
@@ -46,13 +46,13 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	}
 	spec, err := buildSpec(specInput{
 		pod: pm, podDir: p.dir, app: pm.Apps[idx], image: &rec.Image, opts: rec.Options,
-		rootfs: filepath.Join(dir, schema.AppRootfsDir), targetPID: targetPID, imageMounts: imageMounts,
+		rootfs: dir.Rootfs(), targetPID: targetPID, imageMounts: imageMounts,
 	})
 	if err != nil {
 		return err
 	}
 	spec.Linux.Resources = r.withoutMissingHugetlb(spec.Linux.Resources)
-	if err := writeJSONAtomic(filepath.Join(dir, schema.AppSpecFile), spec, fileperm.Private); err != nil {
+	if err := writeJSONAtomic(dir.Spec(), spec, fileperm.Private); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}
 	return nil
@@ -60,8 +60,8 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 
 // makeEmptyVolume creates the backing directory of an empty volume, open to
 // every user of the pod, in the pod's root-only volumes directory.
-func makeEmptyVolume(podDir string, pm *schema.PodManifest, name string) error {
-	vols := filepath.Join(podDir, podVolumesDir)
+func makeEmptyVolume(podDir schema.PodDir, pm *schema.PodManifest, name string) error {
+	vols := podDir.Volumes()
 	if err := fileperm.Mkdir(vols, fileperm.Private); err != nil {
 		return err
 	}

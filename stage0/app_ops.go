@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -94,7 +93,7 @@ func (r *Runtime) dropApp(p *pod, name string) error {
 			return err
 		}
 	}
-	return removePodDir(p.appDir(name))
+	return r.removeAppDir(p, name)
 }
 
 // findApp resolves an app name; empty means the pod's only app.
@@ -212,7 +211,7 @@ func readAppSpec(p *pod, app string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(p.appDir(app), schema.AppSpecFile))
+	b, err := os.ReadFile(p.appDir(app).Spec())
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
 	}

@@ -34,7 +34,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 		collected, removed, err := r.gcPod(ctx, p, opts, now)
 		if err != nil {
 			res.Errors[p.uuid] = err
-			r.cfg.Logf("gc: pod %s: %v", p.uuid, err)
+			r.log.Debug("gc: cannot collect a pod", "pod", p.uuid, "error", err) // returned in res.Errors
 		}
 		if collected {
 			res.Collected = append(res.Collected, p.uuid)
@@ -45,7 +45,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 	}
 	if err := networking.GC(ctx, r.cfg.Net, r.podExists); err != nil {
 		res.Network = fmt.Errorf("cannot release the network resources of vanished pods: %w", err)
-		r.cfg.Logf("gc: %v", res.Network)
+		r.log.Debug("gc: network", "error", res.Network) // returned in res.Network
 	}
 	return res, nil
 }
@@ -157,7 +157,7 @@ func (r *Runtime) removeStaleNewDirs() {
 			continue // being created right now
 		}
 		if err := os.RemoveAll(path); err != nil {
-			r.cfg.Logf("gc: cannot remove %s: %v", path, err)
+			r.log.Warn("gc: cannot remove a stale directory", "path", path, "error", err)
 		}
 		l.Close()
 	}

@@ -42,7 +42,7 @@ func (r *Runtime) withoutMissingHugetlb(res *specs.LinuxResources) *specs.LinuxR
 		return res
 	}
 	hugetlbWarnOnce.Do(func() {
-		r.cfg.Logf("the hugetlb cgroup controller is not available on this host: hugepage limits are ignored")
+		r.log.Warn("the hugetlb cgroup controller is not available on this host: hugepage limits are ignored")
 	})
 	c := *res
 	c.HugepageLimits = nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -14,10 +12,6 @@ import (
 
 	"github.com/rkt/rkt/pkg/schema"
 )
-
-// imageVolumesDir holds the read-only mounts of image volumes in an app's
-// root-only fs dir.
-const imageVolumesDir = "imagevols"
 
 // resolveImageMounts resolves the images of the app's image volumes (their
 // layers are unpacked) and returns them by mount index.
@@ -42,10 +36,10 @@ func (r *Runtime) resolveImageMounts(ctx context.Context, opts AppOptions) (map[
 // mountImageVolumes mounts each image volume read-only under the app
 // directory and returns the host directory to bind into the app, by mount
 // index (sub paths resolved inside the image).
-func mountImageVolumes(appDir string, opts AppOptions, imgs map[int]Image) (map[int]string, error) {
+func mountImageVolumes(appDir schema.AppDir, opts AppOptions, imgs map[int]Image) (map[int]string, error) {
 	out := map[int]string{}
 	for i, img := range imgs {
-		dir := filepath.Join(appDir, schema.AppFSDir, imageVolumesDir, strconv.Itoa(i))
+		dir := appDir.ImageVolume(i)
 		if err := mountReadOnlyLayers(dir, img.Layers); err != nil {
 			return nil, fmt.Errorf("image volume %q: %w", img.Name, err)
 		}

@@ -19,7 +19,7 @@ var podStateDirs = []string{dirPrepare, dirPrepared, dirRun, dirExitedGarbage, d
 func ImagesInUse(dataDir string) (map[string]bool, error) {
 	inUse := map[string]bool{}
 	for _, state := range podStateDirs {
-		dir := filepath.Join(dataDir, "pods", state)
+		dir := filepath.Join(schema.PodsDir(dataDir), state)
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -31,7 +31,7 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			if isLegacyPod(filepath.Join(dir, e.Name())) {
 				continue // rkt 1.x's ACIs are not in this store
 			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name(), schema.PodManifestFile))
+			b, err := os.ReadFile(schema.PodDir(filepath.Join(dir, e.Name())).Manifest())
 			if err != nil {
 				continue // a pod still being prepared has no manifest yet
 			}

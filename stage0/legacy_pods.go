@@ -25,7 +25,7 @@ const legacyEmbryoDir = "embryo"
 // isLegacyPod reports whether the pod directory dir was made by rkt 1.x
 // (one lstat: it runs for every pod a listing reads).
 func isLegacyPod(dir string) bool {
-	fi, err := os.Lstat(dir + "/appsinfo")
+	fi, err := os.Lstat(schema.PodDir(dir).Rkt1AppsInfo())
 	return err == nil && fi.IsDir()
 }
 
@@ -42,7 +42,7 @@ type LegacyPod struct {
 func LegacyPods(dataDir string) ([]LegacyPod, error) {
 	var out []LegacyPod
 	for _, s := range append([]string{legacyEmbryoDir}, podStateDirs...) {
-		dir := filepath.Join(dataDir, "pods", s)
+		dir := filepath.Join(schema.PodsDir(dataDir), s)
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -66,7 +66,7 @@ func LegacyPods(dataDir string) ([]LegacyPod, error) {
 
 // legacyApps reads the apps of an appc pod manifest.
 func legacyApps(dir string) []string {
-	b, err := os.ReadFile(filepath.Join(dir, schema.PodManifestFile))
+	b, err := os.ReadFile(schema.PodDir(dir).Manifest())
 	if err != nil {
 		return nil
 	}
@@ -123,8 +123,8 @@ func RemoveLegacyPods(dataDir string) error {
 			return fmt.Errorf("cannot remove rkt 1.x pod %s: %w", p.UUID, err)
 		}
 	}
-	for _, d := range []string{filepath.Join("pods", legacyEmbryoDir), "locks", "tmp"} {
-		if err := os.RemoveAll(filepath.Join(dataDir, d)); err != nil {
+	for _, d := range []string{filepath.Join(schema.PodsDir(dataDir), legacyEmbryoDir), filepath.Join(dataDir, "locks"), filepath.Join(dataDir, "tmp")} {
+		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("cannot remove rkt 1.x's %s: %w", d, err)
 		}
 	}

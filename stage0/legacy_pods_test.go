@@ -39,7 +39,7 @@ func TestLegacyPodsLeftAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(d, schema.PodManifestFile), []byte(appcPodManifest), 0o640); err != nil {
+		if err := os.WriteFile(schema.PodDir(d).Manifest(), []byte(appcPodManifest), 0o640); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestLegacyPodsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for uuid, state := range pods {
-		b, err := os.ReadFile(filepath.Join(rt.podsDir(), state, uuid, schema.PodManifestFile))
+		b, err := os.ReadFile(schema.PodDir(filepath.Join(rt.podsDir(), state, uuid)).Manifest())
 		if err != nil || string(b) != appcPodManifest {
 			t.Errorf("GC changed rkt 1.x pod %s in %s: %v", uuid, state, err)
 		}
@@ -84,13 +84,17 @@ func TestLegacyPodsLeftAlone(t *testing.T) {
 // TestStatsOfPreFSApp: an app made before fs/ keeps its upper dir in the
 // app directory; its writable layer is counted there.
 func TestStatsOfPreFSApp(t *testing.T) {
-	for _, upper := range []string{"upper", schema.AppUpperDir} {
+	for _, preFS := range []bool{true, false} {
 		podDir := t.TempDir()
-		appDir := filepath.Join(podDir, schema.AppsDir, "app")
-		if err := os.MkdirAll(filepath.Join(appDir, upper), 0o755); err != nil {
+		appDir := schema.PodDir(podDir).App("app")
+		upper := appDir.Upper()
+		if preFS {
+			upper = appDir.PreFSUpper()
+		}
+		if err := os.MkdirAll(upper, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(appDir, upper, "written"), make([]byte, 64<<10), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(upper, "written"), make([]byte, 64<<10), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		ps := &PodStatus{UUID: "u", State: PodRunning, Dir: podDir, Apps: []AppStatus{{

@@ -195,7 +195,7 @@ func TestConcurrentPrepares(t *testing.T) {
 		t.Errorf("listed %d pods, %v", len(pods), err)
 	}
 	for _, p := range pods {
-		if _, err := os.Stat(filepath.Join(p.Dir, "apps", "x", appRecordFile)); err != nil {
+		if _, err := os.Stat(schema.PodDir(p.Dir).App("x").Record()); err != nil {
 			t.Error(err)
 		}
 	}
@@ -210,11 +210,11 @@ func TestAddAppRemovesDebris(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	os.MkdirAll(filepath.Join(p.appDir("web"), schema.AppUpperDir, "junk"), 0o755)
+	os.MkdirAll(filepath.Join(p.appDir("web").Upper(), "junk"), 0o755)
 	if _, name, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); err != nil || name != "web" {
 		t.Fatalf("add over debris: %q %v", name, err)
 	}
-	if _, err := os.Stat(filepath.Join(p.appDir("web"), schema.AppUpperDir, "junk")); err == nil {
+	if _, err := os.Stat(filepath.Join(p.appDir("web").Upper(), "junk")); err == nil {
 		t.Error("debris kept")
 	}
 	if _, _, err := rt.addAppRecord(context.Background(), p, AppOptions{Name: "web", Image: "x"}); !errors.Is(err, ErrAppExists) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,57 +19,50 @@ import (
 // user reaches its rootfs, whose files a container may have made setuid)
 // and in it the overlay's rootfs, upper and work directories. The upper
 // directory's mode is the mode of the app's "/".
-func makeAppFS(appDir string) error {
-	if err := fileperm.Mkdir(filepath.Join(appDir, schema.AppFSDir), fileperm.Private); err != nil {
+func makeAppFS(appDir schema.AppDir) error {
+	if err := fileperm.Mkdir(appDir.FS(), fileperm.Private); err != nil {
 		return err
 	}
-	for _, d := range []string{schema.AppRootfsDir, schema.AppUpperDir, schema.AppWorkDir} {
-		if err := os.MkdirAll(filepath.Join(appDir, d), 0o755); err != nil {
+	for _, d := range []string{appDir.Rootfs(), appDir.Upper(), appDir.Work()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("cannot create %q: %w", d, err)
 		}
 	}
 	return nil
 }
 
-// preFSUpperDir is where apps made before the fs/ directory (rootfs,
-// upper and work directly in the app directory) have their upper dir.
-const preFSUpperDir = "upper"
-
 // appUpperDir returns an app's overlay upper directory: fs/upper, or upper
 // for an app of a pod made by an rkt from before fs/ that still runs.
-func appUpperDir(appDir string) string {
-	if _, err := os.Lstat(filepath.Join(appDir, schema.AppFSDir)); errors.Is(err, fs.ErrNotExist) {
-		if fi, err := os.Lstat(filepath.Join(appDir, preFSUpperDir)); err == nil && fi.IsDir() {
-			return filepath.Join(appDir, preFSUpperDir)
+func appUpperDir(appDir schema.AppDir) string {
+	if _, err := os.Lstat(appDir.FS()); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Lstat(appDir.PreFSUpper()); err == nil && fi.IsDir() {
+			return appDir.PreFSUpper()
 		}
 	}
-	return filepath.Join(appDir, schema.AppUpperDir)
+	return appDir.Upper()
 }
 
 // mountRootfs mounts the app's overlay rootfs (image layers as lowerdirs,
 // upper and work in the app's fs directory) unless it is mounted already.
-func mountRootfs(appDir string, layers []string) error {
-	rootfs := filepath.Join(appDir, schema.AppRootfsDir)
-	upper := filepath.Join(appDir, schema.AppUpperDir)
-	work := filepath.Join(appDir, schema.AppWorkDir)
+func mountRootfs(appDir schema.AppDir, layers []string) error {
+	rootfs := appDir.Rootfs()
 	if err := makeAppFS(appDir); err != nil {
 		return err
 	}
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
 	}
-	return mountOverlay(rootfs, layers, upper, work, appDir)
+	return mountOverlay(rootfs, layers, appDir.Upper(), appDir.Work(), appDir.Empty())
 }
 
-// mountOverlay mounts an overlay of layers (lowest first) at rootfs, with an
-// empty lowerdir in appDir when there are no layers.
-func mountOverlay(rootfs string, layers []string, upper, work, appDir string) error {
+// mountOverlay mounts an overlay of layers (lowest first) at rootfs, with the
+// directory empty as the lowerdir when there are no layers.
+func mountOverlay(rootfs string, layers []string, upper, work, empty string) error {
 	lower := make([]string, 0, len(layers)+1)
 	for i := len(layers) - 1; i >= 0; i-- { // overlay wants the top layer first
 		lower = append(lower, layers[i])
 	}
 	if len(lower) == 0 {
-		empty := filepath.Join(appDir, schema.AppFSDir, "empty")
 		if err := os.MkdirAll(empty, 0o755); err != nil {
 			return fmt.Errorf("cannot create %q: %w", empty, err)
 		}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 
 	"github.com/rkt/rkt/networking"
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // NetConfig is the CNI configuration of a Runtime (Config.Net).
@@ -45,7 +43,7 @@ func (r *Runtime) DialPod(ctx context.Context, uuid, network, address string) (n
 		var d net.Dialer
 		return d.DialContext(ctx, network, address)
 	}
-	conn, err := networking.DialInNetNS(ctx, filepath.Join(p.dir, schema.NetNSFile), network, address)
+	conn, err := networking.DialInNetNS(ctx, p.layout().NetNS(), network, address)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
 	}

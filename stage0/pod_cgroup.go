@@ -26,7 +26,7 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 		return nil
 	}
 	if SystemdRunning() {
-		r.cfg.Logf("pod %s: systemd cgroups: pod limits are left to the cgroup parent %s", pm.UUID, pm.CgroupParent)
+		r.log.Debug("systemd cgroups: pod limits are left to the cgroup parent", "pod", pm.UUID, "cgroupParent", pm.CgroupParent)
 		return nil
 	}
 	res := *r.withoutMissingHugetlb(pm.Resources)

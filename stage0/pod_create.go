@@ -108,7 +108,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		UserNS:       opts.UserNS,
 		CreatedAt:    time.Now().UTC(),
 	}
-	if err := fileperm.Mkdir(filepath.Join(p.dir, schema.AppsDir), fileperm.Shared); err != nil {
+	if err := fileperm.Mkdir(p.layout().AppsDir(), fileperm.Shared); err != nil {
 		l.Close()
 		os.RemoveAll(p.dir)
 		return nil, nil, nil, fmt.Errorf("cannot create apps directory of pod %s: %w", uuid, err)
@@ -200,7 +200,8 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
 	}
 	opts.Name = name
-	dir := p.appDir(name)
+	appDir := p.appDir(name)
+	dir := string(appDir)
 	if _, err := os.Lstat(dir); err == nil {
 		// not in the manifest: debris of an AddApp that was interrupted
 		if err := removePodDir(dir); err != nil {
@@ -229,11 +230,11 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		StopSignal:  stopSignal,
 		CreatedAt:   time.Now().UTC(),
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, appRecordFile), &rec, fileperm.Private); err != nil {
+	if err := writeJSONAtomic(appDir.Record(), &rec, fileperm.Private); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("cannot record app %q: %w", name, err)
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, schema.AppManifestFile), &app, fileperm.Shared); err != nil {
+	if err := writeJSONAtomic(appDir.Manifest(), &app, fileperm.Shared); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("cannot write manifest of app %q: %w", name, err)
 	}
@@ -255,7 +256,7 @@ func appIndex(pm *schema.PodManifest, name string) int {
 }
 
 func readAppRecord(p *pod, name string) (*appRecord, error) {
-	b, err := os.ReadFile(filepath.Join(p.appDir(name), appRecordFile))
+	b, err := os.ReadFile(p.appDir(name).Record())
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the record of app %q: %w", name, err)
 	}

@@ -51,7 +51,7 @@ func writeEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) error 
 		{podHostnameFile, hostname + "\n"},
 		{podResolvFile, resolv},
 	} {
-		if err := fileperm.WriteFile(filepath.Join(p.dir, f.name), []byte(f.data), fileperm.Public); err != nil {
+		if err := fileperm.WriteFileVolatile(filepath.Join(p.dir, f.name), []byte(f.data), fileperm.Public); err != nil {
 			return fmt.Errorf("cannot write %s of pod %s: %w", f.name, p.uuid, err)
 		}
 	}

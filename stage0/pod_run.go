@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rkt/rkt/networking"
@@ -120,37 +120,102 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	if err != nil {
 		return err
 	}
-	net, err := networking.Setup(ctx, r.cfg.Net, networking.PodNet{
+	ps, err := networking.Begin(ctx, r.cfg.Net, networking.PodNet{
 		UUID: p.uuid, Dir: p.dir, Net: pm.Net, Ports: pm.Ports, DNS: pm.DNS,
 		CreateNetNS: r.userNSNetNS(ctx, p, pm),
 	})
 	if err != nil {
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
 	}
-	r.cfg.Logf("pod %s: network %q set up in %s", p.uuid, pm.Net, time.Since(t0))
-	if err := r.setupUserNS(ctx, p, pm); err != nil {
-		return err
+	r.log.Debug("pod network namespace created", "pod", p.uuid, "after", time.Since(t0))
+	if concurrentNetAdd(pm, mode) {
+		return r.startAddingNet(ctx, p, pm, l, mode, ps, t0)
 	}
-	if err := r.applyPodResources(pm); err != nil {
+	net, err := ps.Add(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, err)
+	}
+	r.log.Debug("pod network set up", "pod", p.uuid, "net", pm.Net, "after", time.Since(t0))
+	if err := r.setupUserNS(ctx, p, pm); err != nil {
 		return err
 	}
 	if err := writeEtcFiles(p, pm, net); err != nil {
 		return err
 	}
-	for _, a := range pm.Apps {
-		if err := r.materializeApp(p, pm, a.Name); err != nil {
-			return err
+	_, err = r.startSupervisor(ctx, p, pm, l, mode, t0)
+	return err
+}
+
+// concurrentNetAdd says whether the pod's CNI ADDs may run while its
+// supervisor starts: a sandbox (its apps come later, after the etc files
+// the ADDs' results fill) without a user namespace (created after the
+// network) nor net sysctls (which may name the interfaces the ADDs create).
+func concurrentNetAdd(pm *schema.PodManifest, mode stage1Mode) bool {
+	if mode != modeSandbox || pm.UserNS != nil {
+		return false
+	}
+	for k := range pm.Sysctls {
+		if strings.HasPrefix(k, "net.") || strings.HasPrefix(k, "net/") {
+			return false
 		}
 	}
-	for _, f := range []string{cleanedFile, schema.Stage1DiedFile} {
-		if err := os.Remove(filepath.Join(p.dir, f)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
+	return true
+}
+
+// startAddingNet runs the CNI ADDs of ps while the supervisor starts, then
+// writes the etc files; it stops the supervisor if the ADDs fail.
+func (r *Runtime) startAddingNet(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode, ps *networking.PendingSetup, t0 time.Time) error {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type added struct {
+		net *networking.Result
+		err error
 	}
-	r.cfg.Logf("pod %s: %d apps mounted and specified after %s", p.uuid, len(pm.Apps), time.Since(t0))
-	if err := r.startStage1(ctx, p, pm, l, mode); err != nil {
+	addc := make(chan added, 1)
+	go func() {
+		net, err := ps.Add(actx)
+		addc <- added{net, err}
+	}()
+	s1, err := r.startSupervisor(ctx, p, pm, l, mode, t0)
+	if err != nil {
+		cancel()
+		<-addc // a failed ADD rolled back; the caller's cleanup does the rest
 		return err
 	}
-	r.cfg.Logf("pod %s: stage1 ready after %s", p.uuid, time.Since(t0))
+	a := <-addc
+	if a.err != nil {
+		s1.stop()
+		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, a.err)
+	}
+	r.log.Debug("pod network set up", "pod", p.uuid, "net", pm.Net, "after", time.Since(t0))
+	if err := writeEtcFiles(p, pm, a.net); err != nil {
+		s1.stop()
+		return err
+	}
 	return nil
+}
+
+// startSupervisor applies the pod's resources, specifies its apps and starts
+// stage1.
+func (r *Runtime) startSupervisor(ctx context.Context, p *pod, pm *schema.PodManifest, l *lock.FileLock, mode stage1Mode, t0 time.Time) (*stage1Proc, error) {
+	if err := r.applyPodResources(pm); err != nil {
+		return nil, err
+	}
+	for _, a := range pm.Apps {
+		if err := r.materializeApp(p, pm, a.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []string{p.layout().Cleaned(), p.layout().Stage1Died(), p.layout().Stage1Clean()} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
+	r.log.Debug("pod apps mounted and specified", "pod", p.uuid, "apps", len(pm.Apps), "after", time.Since(t0))
+	s1, err := r.startStage1(ctx, p, pm, l, mode)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Debug("stage1 ready", "pod", p.uuid, "after", time.Since(t0))
+	return s1, nil
 }

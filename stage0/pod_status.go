@@ -78,7 +78,8 @@ func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
 
 func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
 	if r.view != nil {
-		return r.view.list()
+		pods, _, err := r.view.list()
+		return pods, err
 	}
 	pods, err := r.allPods()
 	if err != nil {
@@ -146,7 +147,7 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	ps.CreatedAt = pm.CreatedAt
 	running := state == PodRunning
 	var diedAt time.Time // when the supervisor was found dead
-	if fi, err := os.Stat(filepath.Join(p.dir, schema.Stage1PIDFile)); err == nil {
+	if fi, err := os.Stat(p.layout().Stage1PID()); err == nil {
 		ps.StartedAt = fi.ModTime()
 		if running {
 			ps.Stage1PID = stage1PID(p)
@@ -155,9 +156,9 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	for _, a := range pm.Apps {
 		as := AppStatus{App: a, ImageRef: a.Image.Name, LogPath: a.LogPath}
 		if as.LogPath == "" {
-			as.LogPath = filepath.Join(p.appDir(a.Name), schema.AppDefaultLog)
+			as.LogPath = p.appDir(a.Name).DefaultLog()
 		} else if !filepath.IsAbs(as.LogPath) {
-			as.LogPath = filepath.Join(p.appDir(a.Name), as.LogPath)
+			as.LogPath = filepath.Join(string(p.appDir(a.Name)), as.LogPath)
 		}
 		st, err := control.ReadAppStatus(p.dir, a.Name)
 		switch {
@@ -197,8 +198,8 @@ func buildStatus(p *pod, state PodState) (*PodStatus, error) {
 	if running {
 		ps.FinishedAt = time.Time{}
 	} else if ps.FinishedAt.IsZero() && !ps.StartedAt.IsZero() {
-		for _, f := range []string{schema.Stage1DiedFile, cleanedFile} {
-			if fi, err := os.Stat(filepath.Join(p.dir, f)); err == nil {
+		for _, f := range []string{p.layout().Stage1Died(), p.layout().Stage1Clean(), p.layout().Cleaned()} {
+			if fi, err := os.Stat(f); err == nil {
 				ps.FinishedAt = fi.ModTime()
 				break
 			}

@@ -3,7 +3,6 @@ package stage0
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func deadSupervisorPod(t *testing.T, rt *Runtime) (*pod, time.Time) {
 		t.Fatal(err)
 	}
 	started := time.Now().Add(-time.Minute).UTC()
-	if err := os.WriteFile(filepath.Join(p.dir, schema.Stage1PIDFile), []byte("999999999\n"), 0o640); err != nil {
+	if err := os.WriteFile(schema.PodDir(p.dir).Stage1PID(), []byte("999999999\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	st := &schema.AppStatus{Name: "app", State: schema.AppRunning, Pid: 999999998, CreatedAt: started, StartedAt: started}

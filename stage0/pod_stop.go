@@ -54,6 +54,7 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 	if timeout <= 0 {
 		timeout = defaultStopTimeout
 	}
+	pidfd := openSupervisorPidfd(p)
 	killed := false
 	if !opts.Force {
 		c, err := control.Dial(p.dir)
@@ -66,7 +67,7 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 			return fmt.Errorf("cannot stop pod %s: %w", p.uuid, err)
 		}
 		if err != nil {
-			r.cfg.Logf("pod %s: shutdown failed (%v), killing stage1", p.uuid, err)
+			r.log.Warn("pod shutdown failed; killing stage1", "pod", p.uuid, "error", err)
 			killed = r.killSupervisor(p)
 		}
 	} else {
@@ -74,6 +75,12 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 	}
 	wctx, cancel := context.WithTimeout(ctx, supervisorExitTimeout)
 	defer cancel()
+	if pidfd >= 0 {
+		// woken by its exit, which releases the lock, instead of polling it
+		if err := waitProcessExit(wctx, pidfd); err != nil {
+			r.log.Warn("cannot wait for stage1 to exit", "pod", p.uuid, "error", err)
+		}
+	}
 	l, err := lock.Exclusive(wctx, p.dir, lock.Dir)
 	if err != nil && !killed {
 		r.killSupervisor(p)
@@ -138,6 +145,7 @@ func (r *Runtime) remove(ctx context.Context, uuid string, force bool) error {
 // destroy releases a locked pod's resources, moves it to garbage and
 // deletes it.
 func (r *Runtime) destroy(ctx context.Context, p *pod) error {
+	r.waitRemovals(p.uuid)
 	if p.state != dirPrepared {
 		if err := r.cleanup(ctx, p); err != nil {
 			return err

@@ -51,7 +51,7 @@ func NewUUID() (string, error) {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
-func (r *Runtime) podsDir() string { return filepath.Join(r.cfg.DataDir, "pods") }
+func (r *Runtime) podsDir() string { return schema.PodsDir(r.cfg.DataDir) }
 
 func (r *Runtime) stateDir(state string) string { return filepath.Join(r.podsDir(), state) }
 
@@ -230,7 +230,7 @@ func (p *pod) podState() (PodState, error) {
 
 // readManifest loads the pod manifest.
 func (p *pod) readManifest() (*schema.PodManifest, error) {
-	b, err := os.ReadFile(filepath.Join(p.dir, schema.PodManifestFile))
+	b, err := os.ReadFile(p.layout().Manifest())
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the manifest of pod %s: %w", p.uuid, err)
 	}
@@ -246,13 +246,16 @@ func (p *pod) readManifest() (*schema.PodManifest, error) {
 
 // writeManifest replaces the pod manifest atomically.
 func (p *pod) writeManifest(pm *schema.PodManifest) error {
-	if err := writeJSONAtomic(filepath.Join(p.dir, schema.PodManifestFile), pm, fileperm.Shared); err != nil {
+	if err := writeJSONAtomic(p.layout().Manifest(), pm, fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot write the manifest of pod %s: %w", p.uuid, err)
 	}
 	return nil
 }
 
-func (p *pod) appDir(name string) string { return filepath.Join(p.dir, schema.AppsDir, name) }
+// layout gives the paths of the pod directory's files.
+func (p *pod) layout() schema.PodDir { return schema.PodDir(p.dir) }
+
+func (p *pod) appDir(name string) schema.AppDir { return p.layout().App(name) }
 
 // writeJSONAtomic writes v as JSON to path atomically, with class c.
 // Small documents are indented for people; large ones (a CRI config with

@@ -97,7 +97,7 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 			OOMScoreAdj:     o.OOMScoreAdj,
 		},
 		Root: &specs.Root{
-			Path:     filepath.Join(in.podDir, schema.AppsDir, in.app.Name, schema.AppRootfsDir),
+			Path:     schema.PodDir(in.podDir).App(in.app.Name).Rootfs(),
 			Readonly: o.ReadonlyRootfs,
 		},
 		Annotations: copyMap(o.Annotations),

@@ -17,7 +17,6 @@ const (
 	podHostsFile    = "hosts"
 	podHostnameFile = "hostname"
 	podResolvFile   = "resolv.conf"
-	podVolumesDir   = "volumes" // backing directories of "empty" volumes
 )
 
 var defaultMaskedPaths = []string{
@@ -130,7 +129,7 @@ func appMount(in specInput, m Mount) (specs.Mount, error) {
 		case "host":
 			src = v.Source
 		case "empty", "":
-			src = filepath.Join(in.podDir, podVolumesDir, v.Name)
+			src = schema.PodDir(in.podDir).Volume(v.Name)
 			internal = true
 		default:
 			return specs.Mount{}, fmt.Errorf("volume %q: unknown kind %q: %w", v.Name, v.Kind, ErrInvalid)

@@ -10,6 +10,7 @@ package stage0
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -35,11 +36,12 @@ type Config struct {
 	Debug        bool              // run stage1 with --debug
 	// Watch keeps the pods' state in memory (List, Status and AppSpec
 	// answer from it), kept coherent with the disk by inotify and pidfds,
-	// and their stats, refreshed every statsInterval in the background:
+	// and their stats, refreshed every statsInterval in the background,
+	// and deletes removed apps' directories in the background (app_drop.go):
 	// for long-lived callers (the kubelet-service); Close releases it.
 	Watch bool
-	// Logf receives debug messages; nil discards them.
-	Logf func(format string, args ...any)
+	// Logger receives debug messages and warnings; nil discards them.
+	Logger *slog.Logger
 }
 
 // Image is what stage0 needs of an image to run an app from it.
@@ -60,9 +62,12 @@ type ImageSource interface {
 // Runtime runs pods in one data directory.
 type Runtime struct {
 	cfg     Config
+	log     *slog.Logger
 	view    *podView    // nil unless Config.Watch
 	stats   *statsCache // nil unless Config.Watch
 	unwatch func()      // ends what Config.Watch started
+	// removals are the background deletions of removed apps (Config.Watch)
+	removals backgroundRemovals
 }
 
 // New returns a Runtime for cfg, filling defaults.
@@ -87,10 +92,10 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = DefaultCgroupParent
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{cfg: cfg}
+	r := &Runtime{cfg: cfg, log: cfg.Logger}
 	if cfg.Watch {
 		v, err := newPodView(r)
 		if err != nil {
@@ -107,6 +112,7 @@ func New(cfg Config) (*Runtime, error) {
 
 // Close stops what New started for Config.Watch.
 func (r *Runtime) Close() {
+	r.waitRemovals("")
 	if r.view != nil {
 		r.unwatch()
 		r.view.close()

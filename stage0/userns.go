@@ -18,10 +18,6 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
-// idmapDir holds the temporary idmapped mounts of an app's layers while its
-// overlay rootfs is mounted on them.
-const idmapDir = "idmap"
-
 // checkUserNS validates a pod's user namespace: exactly one uid and one gid
 // mapping, each of container ID 0 with a non-zero length that does not wrap.
 func checkUserNS(u *schema.UserNamespace) error {
@@ -125,26 +121,26 @@ func checkReachable(dir string, u *schema.UserNamespace) error {
 // mountAppRootfs mounts an app's overlay rootfs; in a pod with a user
 // namespace its layers are idmapped to it, so that the image's root-owned
 // files belong to the app's root.
-func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []string) error {
+func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir schema.AppDir, layers []string) error {
 	if pm.UserNS == nil {
 		return mountRootfs(appDir, layers)
 	}
-	rootfs := filepath.Join(appDir, schema.AppRootfsDir)
+	rootfs := appDir.Rootfs()
 	if err := makeAppFS(appDir); err != nil {
 		return err
 	}
-	if err := allowUserNS(pm, p.dir, filepath.Dir(appDir), appDir, filepath.Join(appDir, schema.AppFSDir)); err != nil {
+	if err := allowUserNS(pm, p.dir, p.layout().AppsDir(), string(appDir), appDir.FS()); err != nil {
 		return err
 	}
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
 	}
-	ns, err := os.Open(filepath.Join(p.dir, schema.UserNSFile))
+	ns, err := os.Open(p.layout().UserNS())
 	if err != nil {
 		return fmt.Errorf("cannot open the user namespace of pod %s: %w", p.uuid, err)
 	}
 	defer ns.Close()
-	tmp := filepath.Join(appDir, schema.AppFSDir, idmapDir)
+	tmp := appDir.IDMap()
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)
 	}
@@ -170,12 +166,12 @@ func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir string, layers []stri
 	// The upper directory is not idmapped (overlay refuses writes from the
 	// namespace then): it belongs to the app's root, and what the app
 	// writes is stored with the host IDs of its users.
-	upper := filepath.Join(appDir, schema.AppUpperDir)
+	upper := appDir.Upper()
 	uid, gid := int(pm.UserNS.UIDMappings[0].HostID), int(pm.UserNS.GIDMappings[0].HostID)
 	if err := os.Chown(upper, uid, gid); err != nil {
 		return fmt.Errorf("cannot give %q to the pod's root (%d:%d): %w", upper, uid, gid, err)
 	}
-	return mountOverlay(rootfs, mapped, upper, filepath.Join(appDir, schema.AppWorkDir), appDir)
+	return mountOverlay(rootfs, mapped, upper, appDir.Work(), appDir.Empty())
 }
 
 // idmapMount mounts an idmapped clone of src (mapped through the user

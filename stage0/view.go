@@ -8,12 +8,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
-
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // The view is the in-memory state of the pods of a long-lived Runtime
@@ -53,6 +52,10 @@ type podView struct {
 	ep   int // epoll fd: ino, every pidfd and stopFD
 	stop int // eventfd that ends the loop
 
+	// gen is bumped by every invalidation: equal generations before and
+	// after mean the view's answers did not change
+	gen atomic.Uint64
+
 	mu     sync.Mutex
 	pods   map[string]*viewEntry
 	wds    map[int32]string // watch -> pod uuid ("" for a state directory)
@@ -79,6 +82,7 @@ func newPodView(r *Runtime) (*podView, error) {
 	}
 	v := &podView{r: r, ino: ino, ep: -1, stop: -1, pods: map[string]*viewEntry{},
 		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: true}
+	v.gen.Store(1) // 0 means no generation
 	fail := func(err error) (*podView, error) {
 		v.close()
 		return nil, err
@@ -139,11 +143,12 @@ func (v *podView) loop() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			v.r.cfg.Logf("pod view: epoll: %v; reading pods from disk from now on", err)
+			v.r.log.Warn("pod view: epoll failed; reading pods from disk from now on", "error", err)
 			v.mu.Lock()
 			for _, e := range v.pods {
 				e.uncached, e.st = true, nil
 			}
+			v.gen.Add(1)
 			v.mu.Unlock()
 			return
 		}
@@ -234,6 +239,7 @@ func (v *podView) invalidateLocked(uuid string, add bool) {
 	}
 	e.gen++
 	e.st, e.specs = nil, nil
+	v.gen.Add(1)
 }
 
 // changed invalidates the pods whose UUID starts with prefix (a call of
@@ -335,6 +341,13 @@ func (r *Runtime) locate(uuid string) *pod {
 // status returns a pod's status from the view, reading it from disk when
 // it is not known or may have changed; ErrPodNotFound when it is gone.
 func (v *podView) status(uuid string) (*PodStatus, error) {
+	st, _, err := v.statusKept(uuid)
+	return st, err
+}
+
+// statusKept is status; kept tells whether the answer is in the view (it
+// stays the answer until the generation changes).
+func (v *podView) statusKept(uuid string) (st *PodStatus, kept bool, err error) {
 	v.mu.Lock()
 	e := v.pods[uuid]
 	if e == nil {
@@ -344,7 +357,7 @@ func (v *podView) status(uuid string) (*PodStatus, error) {
 	if e.st != nil {
 		st := e.st
 		v.mu.Unlock()
-		return st, nil
+		return st, true, nil
 	}
 	gen := e.gen
 	v.mu.Unlock()
@@ -356,37 +369,37 @@ func (v *podView) status(uuid string) (*PodStatus, error) {
 			v.forgetLocked(uuid, e)
 		}
 		v.mu.Unlock()
-		return nil, fmt.Errorf("pod %s: %w", uuid, ErrPodNotFound)
+		return nil, false, fmt.Errorf("pod %s: %w", uuid, ErrPodNotFound)
 	}
 	cacheable := !e.uncached && (p.state == dirPrepared || p.state == dirRun || p.state == dirExitedGarbage)
 	if cacheable {
 		// watch before reading: a change after this is an event
 		if err := v.watchPod(p); err != nil {
-			v.r.cfg.Logf("pod view: cannot watch pod %s, reading it from disk on each call: %v", uuid, err)
+			v.r.log.Warn("pod view: cannot watch a pod; reading it from disk on each call", "pod", uuid, "error", err)
 			v.mu.Lock()
 			e.uncached = true
 			v.mu.Unlock()
 			cacheable = false
 		}
 	}
-	st, err := v.r.podStatus(p)
+	st, err = v.r.podStatus(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !cacheable || st.Dir != p.dir {
-		return st, nil // moved while read: read again next time
+		return st, false, nil // moved while read: read again next time
 	}
 	pidfd := -1
 	if st.State == PodRunning {
 		if st.Stage1PID <= 0 {
-			return st, nil // stage1 starting: it writes stage1.pid
+			return st, false, nil // stage1 starting: it writes stage1.pid
 		}
 		if pidfd, err = unix.PidfdOpen(st.Stage1PID, 0); err != nil {
-			return st, nil
+			return st, false, nil
 		}
 		if !supervisorAlive(p, st.Stage1PID) { // died, or the pid is another's
 			unix.Close(pidfd)
-			return st, nil
+			return st, false, nil
 		}
 	}
 	v.mu.Lock()
@@ -395,7 +408,7 @@ func (v *podView) status(uuid string) (*PodStatus, error) {
 		if pidfd >= 0 {
 			unix.Close(pidfd)
 		}
-		return st, nil
+		return st, false, nil
 	}
 	if pidfd >= 0 {
 		if e.pidfd >= 0 {
@@ -403,13 +416,13 @@ func (v *podView) status(uuid string) (*PodStatus, error) {
 		}
 		if err := unix.EpollCtl(v.ep, unix.EPOLL_CTL_ADD, pidfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(pidfd)}); err != nil {
 			unix.Close(pidfd)
-			return st, nil
+			return st, false, nil
 		}
 		e.pidfd = pidfd
 		v.pidfds[pidfd] = uuid
 	}
 	e.st = st
-	return st, nil
+	return st, true, nil
 }
 
 // forgetLocked drops a pod that is gone.
@@ -418,11 +431,12 @@ func (v *podView) forgetLocked(uuid string, e *viewEntry) {
 		v.dropPidfdLocked(e.pidfd)
 	}
 	delete(v.pods, uuid)
+	v.gen.Add(1)
 }
 
 // watchPod watches the directories holding a pod's state files.
 func (v *podView) watchPod(p *pod) error {
-	dirs := []string{p.dir, filepath.Join(p.dir, schema.AppsDir)}
+	dirs := []string{p.dir, p.layout().AppsDir()}
 	if ents, err := os.ReadDir(dirs[1]); err == nil {
 		for _, e := range ents {
 			if e.IsDir() {
@@ -445,36 +459,49 @@ func (v *podView) watchPod(p *pod) error {
 	return nil
 }
 
-// list returns the status of every pod, in the order of allPods.
-func (v *podView) list() ([]*PodStatus, error) {
+// list returns the status of every pod, in the order of allPods, and the
+// generation it is the answer of (0 when some pods were read from disk
+// and are read again on each call).
+func (v *podView) list() ([]*PodStatus, uint64, error) {
 	if err := v.scan(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	gen := v.gen.Load()
 	v.mu.Lock()
 	uuids := make([]string, 0, len(v.pods))
 	for uuid := range v.pods {
 		uuids = append(uuids, uuid)
 	}
 	v.mu.Unlock()
-	out := make([]*PodStatus, 0, len(uuids))
+	type keyed struct {
+		order int
+		st    *PodStatus
+	}
+	ks := make([]keyed, 0, len(uuids))
 	for _, uuid := range uuids {
-		st, err := v.status(uuid)
+		st, kept, err := v.statusKept(uuid)
 		if err != nil {
 			if errors.Is(err, ErrPodNotFound) {
 				continue
 			}
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, st)
+		if !kept {
+			gen = 0
+		}
+		ks = append(ks, keyed{stateOrder(st.Dir), st})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		si, sj := stateOrder(out[i].Dir), stateOrder(out[j].Dir)
-		if si != sj {
-			return si < sj
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].order != ks[j].order {
+			return ks[i].order < ks[j].order
 		}
-		return out[i].UUID < out[j].UUID
+		return ks[i].st.UUID < ks[j].st.UUID
 	})
-	return out, nil
+	out := make([]*PodStatus, len(ks))
+	for i, k := range ks {
+		out[i] = k.st
+	}
+	return out, gen, nil
 }
 
 // stateOrder is the index of a pod directory's state in podStateDirs.

@@ -122,3 +122,57 @@ func TestViewReadsOwnWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestViewGeneration: ListGen's generation stays while nothing changes
+// (callers keep what they derived from the list) and moves with any
+// change, made through the Runtime or by another process.
+func TestViewGeneration(t *testing.T) {
+	dir := t.TempDir()
+	rt, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	cli, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the events of Prepare's own writes may still come: kept once they did
+	var gen uint64
+	waitView(t, "a kept list", func() bool {
+		l, g, err := rt.ListGen(ctx)
+		gen = g
+		return err == nil && len(l) == 1 && g != 0
+	})
+	for i := 0; i < 3; i++ {
+		if _, again, _ := rt.ListGen(ctx); again != gen || rt.Generation() != gen {
+			t.Fatalf("generation moved with no change: %d, %d -> %d", gen, again, rt.Generation())
+		}
+	}
+	// another process changes the pod
+	p, err := cli.findPod(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.move(p, dirRun); err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "a move", func() bool { return rt.Generation() != gen })
+	waitView(t, "the moved pod", func() bool {
+		l, g, err := rt.ListGen(ctx)
+		gen = g
+		return err == nil && len(l) == 1 && l[0].State != PodPrepared && g != 0
+	})
+	// a change through the Runtime is seen at once
+	if _, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if rt.Generation() == gen {
+		t.Fatalf("generation %d unchanged after Prepare", gen)
+	}
+}

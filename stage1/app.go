@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,15 +38,15 @@ type app struct {
 	exited    chan struct{} // closed once the exit is recorded
 }
 
-func (a *app) dir() string { return filepath.Join(a.sv.podDir, schema.AppsDir, a.name) }
+func (a *app) dir() schema.AppDir { return schema.PodDir(a.sv.podDir).App(a.name) }
 
 func (a *app) logPath() string {
 	p := a.manifest.LogPath
 	if p == "" {
-		return filepath.Join(a.dir(), schema.AppDefaultLog)
+		return a.dir().DefaultLog()
 	}
 	if !filepath.IsAbs(p) {
-		return filepath.Join(a.dir(), p)
+		return filepath.Join(string(a.dir()), p)
 	}
 	return p
 }
@@ -62,7 +63,7 @@ func (a *app) running() bool { return a.status.State == schema.AppRunning }
 func (a *app) saveStatus() {
 	st := a.status
 	if err := control.WriteAppStatus(a.sv.podDir, &st); err != nil {
-		logf("app %q: %v", a.name, err)
+		slog.Warn("cannot save the app's status", "app", a.name, "error", err)
 	}
 }
 
@@ -135,7 +136,7 @@ func (a *app) start() (retErr error) {
 		p.Wait()
 		return fmt.Errorf("cannot set up stdio of app %q: %w", a.name, err)
 	}
-	debugf("app %q: spec %v, create+io %v, run %v", a.name, tSpec.Sub(t0), tRun.Sub(tSpec), time.Since(tRun))
+	slog.Debug("app run", "app", a.name, "spec", tSpec.Sub(t0), "createAndIO", tRun.Sub(tSpec), "run", time.Since(tRun))
 	pid, _ := p.Pid()
 	a.container, a.process, a.log = ctr, p, lw
 	a.status.State = schema.AppRunning
@@ -153,7 +154,7 @@ func (a *app) destroyStale() {
 		old.Signal(sigKILL)
 		waitStopped(old, 5*time.Second)
 		if err := old.Destroy(); err != nil {
-			debugf("app %q: destroying stale container: %v", a.name, err)
+			slog.Debug("destroying a stale container", "app", a.name, "error", err)
 		}
 	}
 	os.RemoveAll(filepath.Join(a.sv.runcRoot(), a.name))
@@ -187,7 +188,7 @@ func (a *app) wait(aio *appIO) {
 	// free the cgroup; only then can the output pipes reach EOF.
 	a.container.Signal(sigKILL)
 	if err := a.container.Destroy(); err != nil {
-		logf("app %q: %v", a.name, err)
+		slog.Warn("cannot destroy the app's container", "app", a.name, "error", err)
 	}
 	aio.wait(2 * time.Second)
 	a.mu.Lock()
@@ -207,7 +208,7 @@ func (a *app) wait(aio *appIO) {
 	a.log.Close()
 	a.stdin, a.pty = nil, nil
 	close(a.exited)
-	debugf("app %q exited: code %d signal %q reason %s", a.name, a.status.ExitCode, a.status.Signal, a.status.Reason)
+	slog.Debug("app exited", "app", a.name, "code", a.status.ExitCode, "signal", a.status.Signal, "reason", a.status.Reason)
 	a.mu.Unlock()
 	a.sv.appExited()
 }
@@ -224,12 +225,12 @@ func (a *app) stop(timeout time.Duration) {
 	sig, err := parseSignal(a.manifest.StopSignal)
 	a.mu.Unlock()
 	if err != nil {
-		logf("app %q: %v; using SIGTERM", a.name, err)
+		slog.Warn("bad stop signal; using SIGTERM", "app", a.name, "error", err)
 		sig = sigTERM
 	}
 	if timeout > 0 {
 		if err := ctr.Signal(sig); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
-			debugf("app %q: %v: %v", a.name, sig, err)
+			slog.Debug("cannot signal the app", "app", a.name, "signal", sig, "error", err)
 		}
 		select {
 		case <-exited:
@@ -238,7 +239,7 @@ func (a *app) stop(timeout time.Duration) {
 		}
 	}
 	if err := ctr.Signal(sigKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
-		debugf("app %q: SIGKILL: %v", a.name, err)
+		slog.Debug("cannot signal the app", "app", a.name, "signal", sigKILL, "error", err)
 	}
 	<-exited
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -135,7 +136,7 @@ func (aio *appIO) wait(timeout time.Duration) {
 	select {
 	case <-done:
 	case <-time.After(timeout):
-		debugf("app %q: output still open %v after exit; closing it", aio.a.name, timeout)
+		slog.Debug("app output still open after exit; closing it", "app", aio.a.name, "after", timeout)
 	}
 	for _, f := range []*os.File{aio.outR, aio.errR, aio.stdinW, aio.pty} {
 		if f != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -69,7 +70,7 @@ func (sv *supervisor) startApp(name string) error {
 	if err := a.start(); err != nil {
 		return err
 	}
-	debugf("app %q started in %v", name, time.Since(t0))
+	slog.Debug("app started", "app", name, "after", time.Since(t0))
 	return nil
 }
 

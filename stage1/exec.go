@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -43,7 +44,7 @@ func (sv *supervisor) handleExec(conn net.Conn, br *bufio.Reader, req *control.R
 	eio.wait(2 * time.Second)
 	b, _ := json.Marshal(control.ExitResult{ExitCode: code})
 	fw.WriteFrame(control.FrameExit, b)
-	debugf("exec %q in %q: exit %d", req.Exec.Args, req.App, code)
+	slog.Debug("exec done", "args", req.Exec.Args, "app", req.App, "code", code)
 }
 
 // execIO holds the supervisor's ends of an exec'd process's stdio.
@@ -220,7 +221,7 @@ func resizePty(pty *os.File, sz control.TermSize) {
 	}
 	rc.Control(func(fd uintptr) {
 		if err := unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws); err != nil {
-			debugf("resize: %v", err)
+			slog.Debug("cannot resize the terminal", "error", err)
 		}
 	})
 }

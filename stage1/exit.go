@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,8 +17,6 @@ const (
 	sigTERM = unix.SIGTERM
 	sigKILL = unix.SIGKILL
 )
-
-func logf(format string, args ...any) { log.Printf(format, args...) }
 
 // exitStatus turns a wait result into an exit code and a signal name; a
 // process killed by signal N gets exit code 128+N, as shells and the CRI do.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,7 +39,7 @@ func gcPod(podDir string) error {
 	if _, err := control.MarkSupervisorDead(podDir, diedAt); err != nil {
 		errs = append(errs, err)
 	}
-	os.Remove(filepath.Join(podDir, schema.Stage1Socket))
+	os.Remove(schema.PodDir(podDir).Stage1Socket())
 	return errors.Join(errs...)
 }
 
@@ -99,7 +100,7 @@ func destroyContainers(podDir string) error {
 	for _, e := range ents {
 		ctr, err := libcontainer.Load(root, e.Name())
 		if err != nil {
-			debugf("container %q: %v", e.Name(), err)
+			slog.Debug("cannot load a container", "container", e.Name(), "error", err)
 			continue
 		}
 		ctr.Signal(sigKILL)

@@ -176,7 +176,7 @@ func (p *testPod) writeManifest() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.dir, schema.PodManifestFile), b, 0o644); err != nil {
+	if err := os.WriteFile(schema.PodDir(p.dir).Manifest(), b, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
 }
@@ -186,7 +186,7 @@ func (p *testPod) addApp(name string, app schema.App, args []string, edit func(*
 	p.t.Helper()
 	app.Name = name
 	app.CreatedAt = time.Now()
-	adir := filepath.Join(p.dir, schema.AppsDir, name)
+	adir := string(schema.PodDir(p.dir).App(name))
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		p.t.Fatal(err)
 	}
@@ -200,8 +200,8 @@ func (p *testPod) addApp(name string, app schema.App, args []string, edit func(*
 	if edit != nil {
 		edit(spec)
 	}
-	writeJSON(p.t, filepath.Join(adir, schema.AppSpecFile), spec)
-	writeJSON(p.t, filepath.Join(adir, schema.AppManifestFile), app)
+	writeJSON(p.t, schema.AppDir(adir).Spec(), spec)
+	writeJSON(p.t, schema.AppDir(adir).Manifest(), app)
 	p.manifest.Apps = append(p.manifest.Apps, app)
 	p.writeManifest()
 }
@@ -232,7 +232,7 @@ func (p *testPod) start(mode string) error {
 		p.t.Fatal(err)
 	}
 	defer r.Close()
-	logf, err := os.Create(filepath.Join(p.dir, schema.Stage1LogFile))
+	logf, err := os.Create(schema.PodDir(p.dir).Stage1Log())
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func (p *testPod) mustStart(mode string) {
 }
 
 func (p *testPod) log() string {
-	b, _ := os.ReadFile(filepath.Join(p.dir, schema.Stage1LogFile))
+	b, _ := os.ReadFile(schema.PodDir(p.dir).Stage1Log())
 	return string(b)
 }
 
@@ -315,7 +315,7 @@ func (p *testPod) cleanup() {
 	if t.Failed() {
 		t.Logf("stage1.log:\n%s", p.log())
 	}
-	unix.Unmount(filepath.Join(p.dir, schema.NetNSFile), unix.MNT_DETACH)
+	unix.Unmount(schema.PodDir(p.dir).NetNS(), unix.MNT_DETACH)
 	os.RemoveAll(p.dir)
 	removePodCgroups(p.manifest.CgroupParent)
 }
@@ -325,7 +325,7 @@ func (p *testPod) waitLog(app, entry string) {
 	p.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(filepath.Join(p.dir, schema.AppsDir, app, schema.AppDefaultLog))
+		b, _ := os.ReadFile(schema.PodDir(p.dir).App(app).DefaultLog())
 		if strings.Contains(string(b), " "+entry+"\n") {
 			return
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ func hasCap(c int) bool {
 
 func (l limits) clampOOMScoreAdj(v int) int {
 	if !l.sysResource && v < l.oomScoreAdj {
-		debugf("clamping oom_score_adj %d to %d (no CAP_SYS_RESOURCE)", v, l.oomScoreAdj)
+		slog.Debug("clamping oom_score_adj (no CAP_SYS_RESOURCE)", "asked", v, "set", l.oomScoreAdj)
 		return l.oomScoreAdj
 	}
 	return v
@@ -60,7 +61,7 @@ func (l limits) clampRlimit(r *specs.POSIXRlimit) {
 	}
 	was := *r
 	if rlimit.Clamp(r) {
-		debugf("clamping %s %d/%d to %d/%d (no CAP_SYS_RESOURCE)", r.Type, was.Soft, was.Hard, r.Soft, r.Hard)
+		slog.Debug("clamping an rlimit (no CAP_SYS_RESOURCE)", "type", r.Type, "asked", fmt.Sprintf("%d/%d", was.Soft, was.Hard), "set", fmt.Sprintf("%d/%d", r.Soft, r.Hard))
 	}
 }
 

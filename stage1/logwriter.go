@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -154,7 +155,7 @@ func (s *lineSplitter) Flush() {
 
 func (s *lineSplitter) emit(partial bool, line []byte) {
 	if err := s.lw.WriteEntry(s.stream, partial, line); err != nil {
-		debugf("%v", err)
+		slog.Debug("cannot write a log entry", "error", err)
 	}
 }
 

@@ -7,13 +7,14 @@
 //	stage1 userns --pod-dir=DIR [--netns=PATH] (creates <pod>/userns from the manifest)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
-// container; `stage1 pidns` is the reaper of a pod's shared PID namespace.
+// container; `stage1 pidns` (pidns_holder.go, C) is the reaper of a pod's shared PID
+// namespace.
 package main
 
 import (
 	"flag"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"runtime"
 
@@ -39,36 +40,28 @@ func init() {
 	}
 }
 
-var debug bool
-
-func debugf(format string, args ...any) {
-	if debug {
-		log.Printf("debug: "+format, args...)
-	}
-}
+// logLevel is Info, Debug with --debug. The log goes to stderr, which
+// stage0 points at <pod>/stage1.log.
+var logLevel = new(slog.LevelVar)
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: %s run|gc --pod-dir=DIR [--mode=run|sandbox] [--debug]\n", os.Args[0])
 }
 
 func main() {
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
-	log.SetPrefix(fmt.Sprintf("stage1[%d]: ", os.Getpid()))
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel})).With("stage1", os.Getpid()))
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
-	if cmd == "pidns" {
-		os.Exit(runPIDNSHolder())
-	}
 	if cmd == "userns-hold" {
 		os.Exit(runUserNSHolder())
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	podDir := fs.String("pod-dir", "", "absolute path of the pod directory")
 	mode := fs.String("mode", "run", "run: start every app and exit when all have exited; sandbox: start none, live until shut down")
-	fs.BoolVar(&debug, "debug", false, "log debug messages")
+	debug := fs.Bool("debug", false, "log debug messages")
 	netns := fs.String("netns", "", "userns: also create the pod's network namespace inside it and bind-mount it here")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(2)
@@ -77,11 +70,14 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	if *debug {
+		logLevel.Set(slog.LevelDebug)
+	}
 	var err error
 	switch cmd {
 	case "run":
 		if *mode != modeRun && *mode != modeSandbox {
-			log.Printf("unknown --mode %q", *mode)
+			slog.Error("unknown --mode", "mode", *mode)
 			os.Exit(2)
 		}
 		err = runSupervisor(*podDir, *mode)
@@ -95,7 +91,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		log.Printf("%s: %v", cmd, err)
+		slog.Error("stage1 "+cmd+" failed", "error", err)
 		os.Exit(1)
 	}
 }

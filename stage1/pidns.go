@@ -4,21 +4,19 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // pidnsHolder is the init (PID 1) of a pod's shared PID namespace: a child
-// of the supervisor (`stage1 pidns`) that only reaps orphans. The supervisor
-// itself stays outside, so its /proc matches its PID namespace. When the
+// of the supervisor (`stage1 pidns`, in C: pidns_holder.go) that only
+// reaps orphans. The supervisor itself stays outside, so its /proc matches
+// its PID namespace. When the
 // holder dies the kernel kills every process in the namespace.
 type pidnsHolder struct {
 	cmd *exec.Cmd
 	// inUserNS: the namespace was created inside the pod's user namespace
-	// by cmd, which is not its PID 1 (see userns_pidns.go).
+	// by cmd, which is not its PID 1 (see pidns_holder.go).
 	inUserNS bool
 }
 
@@ -52,27 +50,4 @@ func (h *pidnsHolder) nsPath() string {
 func (h *pidnsHolder) stop() {
 	h.cmd.Process.Kill()
 	h.cmd.Wait()
-}
-
-// runPIDNSHolder is `stage1 pidns`: reap children forever.
-func runPIDNSHolder() int {
-	if os.Getpid() != 1 {
-		fmt.Fprintln(os.Stderr, "stage1 pidns: not the init of a PID namespace")
-		return 2
-	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	for s := range sigs {
-		if s != unix.SIGCHLD {
-			continue // only the supervisor ends us, with SIGKILL
-		}
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if pid <= 0 || err != nil {
-				break
-			}
-		}
-	}
-	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +74,7 @@ func TestPodNetns(t *testing.T) {
 	if err := p.start(modeSandbox); err == nil || !strings.Contains(err.Error(), "netns") {
 		t.Fatalf("start without netns: %v", err)
 	}
-	nsFile := filepath.Join(p.dir, schema.NetNSFile)
+	nsFile := schema.PodDir(p.dir).NetNS()
 	if err := os.WriteFile(nsFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestRunModeExitCodeAndLogs(t *testing.T) {
 	if cgroupExists(podCgroupPath(&p.manifest)) {
 		t.Error("pod cgroup still exists after the supervisor exited")
 	}
-	if _, err := os.Stat(filepath.Join(p.dir, schema.Stage1Socket)); err == nil {
+	if _, err := os.Stat(schema.PodDir(p.dir).Stage1Socket()); err == nil {
 		t.Error("socket left after exit")
 	}
 }
@@ -166,7 +166,7 @@ func TestLongPodDir(t *testing.T) {
 func TestStartErrorOnBadSpec(t *testing.T) {
 	p := newPod(t, nil)
 	p.addApp("broken", schema.App{}, []string{"true"}, nil)
-	if err := os.WriteFile(filepath.Join(p.dir, "apps/broken", schema.AppSpecFile), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(schema.PodDir(p.dir).App("broken").Spec(), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p.mustStart(modeSandbox)

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -42,7 +42,7 @@ func errInvalid(format string, args ...any) error {
 
 // listen creates <pod>/stage1.sock, readable by root only.
 func (sv *supervisor) listen() error {
-	p := filepath.Join(sv.podDir, schema.Stage1Socket)
+	p := schema.PodDir(sv.podDir).Stage1Socket()
 	os.Remove(p)
 	addr, release, err := control.ShortSocketPath(p)
 	if err != nil {
@@ -68,7 +68,7 @@ func (sv *supervisor) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			logf("accept: %v", err)
+			slog.Warn("cannot accept a control connection", "error", err)
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -82,12 +82,12 @@ func (sv *supervisor) handle(conn net.Conn) {
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var req control.Request
 	if err := control.ReadMessage(br, &req); err != nil {
-		debugf("reading request: %v", err)
+		slog.Debug("cannot read a request", "error", err)
 		writeResponse(conn, &control.Response{}, errInvalid("cannot read request: %v", err))
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	debugf("request %s %q", req.Op, req.App)
+	slog.Debug("request", "op", req.Op, "app", req.App)
 	switch req.Op {
 	case control.OpExec:
 		sv.handleExec(conn, br, &req)

@@ -28,7 +28,7 @@ type podNamespaces struct {
 
 // loadAppSpec reads apps/<name>/config.json.
 func loadAppSpec(podDir, name string) (*specs.Spec, error) {
-	p := filepath.Join(podDir, schema.AppsDir, name, schema.AppSpecFile)
+	p := schema.PodDir(podDir).App(name).Spec()
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read spec of app %q: %w", name, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -53,7 +54,7 @@ func (sv *supervisor) runcRoot() string { return filepath.Join(sv.podDir, "runc"
 
 // readManifest reads the pod manifest (stage0 rewrites it when apps change).
 func readManifest(podDir string) (*schema.PodManifest, error) {
-	p := filepath.Join(podDir, schema.PodManifestFile)
+	p := schema.PodDir(podDir).Manifest()
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read pod manifest: %w", err)
@@ -83,7 +84,7 @@ func runSupervisor(podDir, mode string) error {
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	go func() {
 		s := <-sigs
-		logf("received %v: stopping the pod", s)
+		slog.Info("stopping the pod", "signal", s)
 		sv.shutdown(sigtermGrace)
 	}()
 	if err := sv.setup(); err != nil {
@@ -132,19 +133,20 @@ func (sv *supervisor) setup() error {
 	sv.manifest = m
 	sv.limits = currentLimits()
 	sv.systemd = systemdRunning()
-	debugf("pod %s: %v systemd=%v", m.UUID, sv.limits, sv.systemd)
+	slog.Debug("supervising", "pod", m.UUID, "limits", sv.limits, "systemd", sv.systemd)
 	if sv.systemd {
 		if err := joinSystemdScope(m.UUID, m.CgroupParent); err != nil {
-			logf("%v; staying in the caller's cgroup", err)
+			slog.Warn("staying in the caller's cgroup", "error", err)
 		}
 	}
 	self := strconv.Itoa(os.Getpid())
 	sv.namespaces.ipc = "/proc/" + self + "/ns/ipc"
 	sv.namespaces.uts = "/proc/" + self + "/ns/uts"
-	if _, err := os.Stat(filepath.Join(sv.podDir, schema.NetNSFile)); err == nil {
-		sv.namespaces.net = filepath.Join(sv.podDir, schema.NetNSFile)
+	netns := schema.PodDir(sv.podDir).NetNS()
+	if _, err := os.Stat(netns); err == nil {
+		sv.namespaces.net = netns
 	} else if m.Net != "host" && m.Net != "" {
-		return fmt.Errorf("pod network %q needs %s in the pod directory: %w", m.Net, schema.NetNSFile, err)
+		return fmt.Errorf("pod network %q needs %s: %w", m.Net, netns, err)
 	}
 	if sv.namespaces.user, err = userNSPath(sv.podDir, m); err != nil {
 		return err
@@ -175,8 +177,8 @@ func (sv *supervisor) setup() error {
 	if err := sv.listen(); err != nil {
 		return err
 	}
-	pidFile := filepath.Join(sv.podDir, schema.Stage1PIDFile)
-	if err := fileperm.WriteFile(pidFile, []byte(self+"\n"), fileperm.Shared); err != nil {
+	pidFile := schema.PodDir(sv.podDir).Stage1PID()
+	if err := fileperm.WriteFileVolatile(pidFile, []byte(self+"\n"), fileperm.Shared); err != nil {
 		return fmt.Errorf("cannot write %q: %w", pidFile, err)
 	}
 	return nil
@@ -250,7 +252,7 @@ func (sv *supervisor) doCleanup() {
 	if sv.listener != nil {
 		sv.listener.Close()
 	}
-	os.Remove(filepath.Join(sv.podDir, schema.Stage1Socket))
+	os.Remove(schema.PodDir(sv.podDir).Stage1Socket())
 	sv.mu.Lock()
 	sv.stopping = true
 	sv.mu.Unlock()
@@ -262,7 +264,12 @@ func (sv *supervisor) doCleanup() {
 	}
 	if sv.manifest != nil {
 		if err := cleanupPod(sv.podDir, sv.manifest); err != nil {
-			logf("cleanup: %v", err)
+			slog.Warn("cannot clean up the pod", "error", err)
+			return
+		}
+		// stage0 need not run `stage1 gc` nor look for orphans
+		if err := fileperm.WriteFile(schema.PodDir(sv.podDir).Stage1Clean(), nil, fileperm.Shared); err != nil {
+			slog.Warn("cannot mark the pod clean", "error", err)
 		}
 	}
 }

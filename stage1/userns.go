@@ -36,7 +36,7 @@ const (
 // loopback up, and bind-mounts it at netns (for networking to configure).
 // Idempotent for the user namespace.
 func createUserNS(podDir, netns string) error {
-	b, err := os.ReadFile(filepath.Join(podDir, schema.PodManifestFile))
+	b, err := os.ReadFile(schema.PodDir(podDir).Manifest())
 	if err != nil {
 		return fmt.Errorf("cannot read the pod manifest: %w", err)
 	}
@@ -47,7 +47,7 @@ func createUserNS(podDir, netns string) error {
 	if m.UserNS == nil {
 		return fmt.Errorf("pod %s has no user namespace mappings", m.UUID)
 	}
-	target := filepath.Join(podDir, schema.UserNSFile)
+	target := schema.PodDir(podDir).UserNS()
 	if mounted, err := mountinfo.Mounted(target); err == nil && mounted {
 		if netns == "" {
 			return nil
@@ -188,9 +188,9 @@ func userNSPath(podDir string, m *schema.PodManifest) (string, error) {
 	if m.UserNS == nil {
 		return "", nil
 	}
-	p := filepath.Join(podDir, schema.UserNSFile)
+	p := schema.PodDir(podDir).UserNS()
 	if mounted, err := mountinfo.Mounted(p); err != nil || !mounted {
-		return "", fmt.Errorf("pod %s has user namespace mappings but no %s in its directory", m.UUID, schema.UserNSFile)
+		return "", fmt.Errorf("pod %s has user namespace mappings but no %s", m.UUID, p)
 	}
 	return p, nil
 }

@@ -33,6 +33,20 @@ func benchPodCounts(b *testing.B) []int {
 	return out
 }
 
+// benchRounds is how many times BenchmarkCRIScale measures the List,
+// Status and Stats calls at each pod count: RKT_BENCH_ROUNDS, default 1.
+func benchRounds(b *testing.B) int {
+	s := os.Getenv("RKT_BENCH_ROUNDS")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("RKT_BENCH_ROUNDS: bad count %q", s)
+	}
+	return n
+}
+
 // BenchmarkCRIScale measures, at each pod count of RKT_BENCH_PODS (each pod
 // a sandbox with one running container), the p50/p99 latency of the calls
 // the kubelet makes all the time (List*, *Status, *Stats) and of tearing a
@@ -43,7 +57,16 @@ func BenchmarkCRIScale(b *testing.B) {
 	requireRoot(b)
 	counts := benchPodCounts(b)
 	env := testutil.NewEnv(b)
-	svc := startCRIService(b, env, "--log-level=warn")
+	// RKT_BENCH_SVC_LOG=file keeps the service's log there, at debug level:
+	// each RPC's time in the service, next to the client's.
+	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
+	if keep != "" {
+		level = "debug"
+	}
+	svc := startCRIService(b, env, "--log-level="+level)
+	if keep != "" {
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+	}
 	c := dialCRI(b, svc)
 	_, imgID := pullTestImage(b, c)
 	logDir := b.TempDir()
@@ -59,43 +82,55 @@ func BenchmarkCRIScale(b *testing.B) {
 		}
 		fmt.Printf("BenchmarkCRIScale: %d pods running (%.1fs to create)\n", n, time.Since(start).Seconds())
 		time.Sleep(2 * time.Second) // let what the new pods started settle
+		if keep != "" {
+			svc.logMark(fmt.Sprintf("bench: measuring at %d pods", n))
+		}
 
-		lat := latencies{}
-		for i := 0; i < 200; i++ {
-			p, ct := pods[i%len(pods)], ctrs[i%len(ctrs)]
-			must(b, "ListPodSandbox", lat.time("ListPodSandbox", func() error {
-				_, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-				return err
-			}))
-			must(b, "ListContainers", lat.time("ListContainers", func() error {
-				_, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-				return err
-			}))
-			must(b, "PodSandboxStatus", lat.time("PodSandboxStatus", func() error {
-				_, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p})
-				return err
-			}))
-			must(b, "ContainerStatus", lat.time("ContainerStatus", func() error {
-				_, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ct})
-				return err
-			}))
-			must(b, "ContainerStats", lat.time("ContainerStats", func() error {
-				_, err := c.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: ct})
-				return err
-			}))
-			must(b, "PodSandboxStats", lat.time("PodSandboxStats", func() error {
-				_, err := c.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: p})
-				return err
-			}))
-			if i%10 == 0 { // these took seconds at 500 pods: sample them less
-				must(b, "ListContainerStats", lat.time("ListContainerStats", func() error {
-					_, err := c.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
+		var lat latencies
+		queries := []string{"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
+			"ContainerStats", "PodSandboxStats", "ListContainerStats", "ListPodSandboxStats"}
+		rounds := benchRounds(b)
+		for round := 1; round <= rounds; round++ {
+			lat = latencies{}
+			for i := 0; i < 200; i++ {
+				p, ct := pods[i%len(pods)], ctrs[i%len(ctrs)]
+				must(b, "ListPodSandbox", lat.time("ListPodSandbox", func() error {
+					_, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 					return err
 				}))
-				must(b, "ListPodSandboxStats", lat.time("ListPodSandboxStats", func() error {
-					_, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+				must(b, "ListContainers", lat.time("ListContainers", func() error {
+					_, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 					return err
 				}))
+				must(b, "PodSandboxStatus", lat.time("PodSandboxStatus", func() error {
+					_, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p})
+					return err
+				}))
+				must(b, "ContainerStatus", lat.time("ContainerStatus", func() error {
+					_, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ct})
+					return err
+				}))
+				must(b, "ContainerStats", lat.time("ContainerStats", func() error {
+					_, err := c.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: ct})
+					return err
+				}))
+				must(b, "PodSandboxStats", lat.time("PodSandboxStats", func() error {
+					_, err := c.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: p})
+					return err
+				}))
+				if i%10 == 0 { // these took seconds at 500 pods: sample them less
+					must(b, "ListContainerStats", lat.time("ListContainerStats", func() error {
+						_, err := c.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
+						return err
+					}))
+					must(b, "ListPodSandboxStats", lat.time("ListPodSandboxStats", func() error {
+						_, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+						return err
+					}))
+				}
+			}
+			if rounds > 1 {
+				lat.report(b, fmt.Sprintf("at %d running pods, round %d of %d", n, round, rounds), queries)
 			}
 		}
 		// tear down 10 extra pods, one call at a time
@@ -118,9 +153,8 @@ func BenchmarkCRIScale(b *testing.B) {
 				return err
 			}))
 		}
-		lat.report(b, fmt.Sprintf("at %d running pods", n), []string{"ListPodSandbox", "ListContainers",
-			"PodSandboxStatus", "ContainerStatus", "ContainerStats", "PodSandboxStats", "ListContainerStats",
-			"ListPodSandboxStats", "StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox"})
+		lat.report(b, fmt.Sprintf("at %d running pods", n), append(queries,
+			"StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox"))
 	}
 }
 
@@ -149,4 +183,12 @@ func removePodsParallel(t testing.TB, c *criClient, pods []string) {
 	}
 	close(ch)
 	wg.Wait()
+}
+
+// logMark appends a line to the service's log (to find a phase in it).
+func (s *criService) logMark(line string) {
+	if f, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
+	}
 }

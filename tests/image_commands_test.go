@@ -25,7 +25,7 @@ func fakePodUsing(t *testing.T, env *testutil.Env, id string) func() {
 	}
 	b, _ := json.Marshal(schema.PodManifest{Version: schema.Version, UUID: filepath.Base(dir),
 		Apps: []schema.App{{Name: "app", Image: schema.AppImage{ID: id}}}})
-	if err := os.WriteFile(filepath.Join(dir, schema.PodManifestFile), b, 0o600); err != nil {
+	if err := os.WriteFile(schema.PodDir(dir).Manifest(), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return func() { os.RemoveAll(filepath.Join(env.DataDir, "pods")) }

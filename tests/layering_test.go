@@ -1,7 +1,13 @@
 package tests
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,4 +81,69 @@ func goList(t *testing.T, args ...string) map[string][]string {
 		}
 	}
 	return res
+}
+
+// layoutNames are the names of the pod directory layout that only
+// pkg/schema joins into paths (schema.PodsDir, PodDir, AppDir).
+var layoutNames = map[string]bool{
+	"pods": true, "pod": true, "apps": true, "netns": true, "net-info.json": true, "userns": true,
+	"stage1.pid": true, "stage1.sock": true, "stage1.log": true, "stage1.died": true, "stage0-cleaned": true,
+	"volumes": true, "app.json": true, "config.json": true, "status.json": true, "stage0.json": true, "log": true,
+	"fs": true, "fs/rootfs": true, "fs/upper": true, "fs/work": true, "rootfs": true, "upper": true, "work": true,
+	"empty": true, "idmap": true, "imagevols": true,
+}
+
+// TestLayoutOwner keeps the pod directory layout in one place: no code
+// outside pkg/schema joins a layout name into a path, and only stage0 (the
+// one statistics pipeline) reads a process's network counters.
+func TestLayoutOwner(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("..", path)
+		if d.IsDir() {
+			switch rel {
+			case "tests", "build", "pkg/schema", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Join" {
+					return true
+				}
+				if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "filepath" && pkg.Name != "path" {
+					return true
+				}
+				for _, a := range n.Args {
+					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, _ := strconv.Unquote(lit.Value); layoutNames[s] {
+							t.Errorf("%s: joins %q by hand: ask pkg/schema's PodDir or AppDir", fset.Position(lit.Pos()), s)
+						}
+					}
+				}
+			case *ast.BasicLit:
+				if s, _ := strconv.Unquote(n.Value); n.Kind == token.STRING && strings.Contains(s, "/net/dev") && !strings.HasPrefix(rel, "stage0/") {
+					t.Errorf("%s: reads network counters outside stage0's statistics", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -181,6 +181,20 @@ func SetFile(f *os.File, c Class) error {
 // temporary file renamed over it, then the directory synced); the file
 // has class c.
 func WriteFile(path string, data []byte, c Class) error {
+	if err := replaceFile(path, data, c, true); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// WriteFileVolatile replaces path with data atomically but not durably (no
+// fsync): for files that mean nothing after a reboot, such as a running
+// pod's pid file or /etc/hosts. Readers see the old or the new content.
+func WriteFileVolatile(path string, data []byte, c Class) error {
+	return replaceFile(path, data, c, false)
+}
+
+func replaceFile(path string, data []byte, c Class, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -195,9 +209,11 @@ func WriteFile(path string, data []byte, c Class) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot sync %q: %w", tmp.Name(), err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return fmt.Errorf("cannot sync %q: %w", tmp.Name(), err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("cannot close %q: %w", tmp.Name(), err)
@@ -205,7 +221,7 @@ func WriteFile(path string, data []byte, c Class) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("cannot replace %q: %w", path, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
 // SyncDir makes the entries of dir (a rename into it) durable.

@@ -67,18 +67,25 @@ func TestClasses(t *testing.T) {
 }
 
 func TestWriteFileReplacesAtomically(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "state")
-	for _, s := range []string{"one", "two"} {
-		if err := WriteFile(p, []byte(s), Private); err != nil {
-			t.Fatal(err)
+	for name, write := range map[string]func(string, []byte, Class) error{
+		"WriteFile": WriteFile, "WriteFileVolatile": WriteFileVolatile,
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "state")
+		for _, s := range []string{"one", "two"} {
+			if err := write(p, []byte(s), Private); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(p); string(b) != s {
+				t.Fatalf("%s: got %q want %q", name, b, s)
+			}
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != Private.FileMode().Perm() {
+				t.Fatalf("%s: mode %v (%v), want %v", name, fi.Mode(), err, Private.FileMode())
+			}
 		}
-		if b, _ := os.ReadFile(p); string(b) != s {
-			t.Fatalf("got %q want %q", b, s)
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("%s: temporary files left: %v", name, entries)
 		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("temporary files left: %v", entries)
 	}
 }
 

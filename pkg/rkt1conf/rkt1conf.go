@@ -7,13 +7,11 @@ package rkt1conf
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
+
+	"github.com/rkt/rkt/pkg/confdir"
 )
 
 // Sub-directories of a configuration directory.
@@ -32,25 +30,6 @@ type header struct {
 type pathsV1 struct {
 	Data         string `json:"data"`
 	Stage1Images string `json:"stage1-images"`
-}
-
-// jsonFiles lists the .json regular files of dir, sorted.
-func jsonFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read config directory %q: %w", dir, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") {
-			out = append(out, filepath.Join(dir, e.Name()))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 func readHeader(path string) ([]byte, header, error) {
@@ -75,7 +54,7 @@ func DataDir(dirs ...string) (string, error) {
 		if d == "" {
 			continue
 		}
-		files, err := jsonFiles(filepath.Join(d, PathsDir))
+		files, err := confdir.JSONFiles(filepath.Join(d, PathsDir))
 		if err != nil {
 			return "", err
 		}
@@ -115,13 +94,13 @@ func Unused(dirs ...string) []string {
 		if d == "" {
 			continue
 		}
-		if files, _ := jsonFiles(filepath.Join(d, Stage1Dir)); len(files) > 0 {
+		if files, _ := confdir.JSONFiles(filepath.Join(d, Stage1Dir)); len(files) > 0 {
 			out = append(out, fmt.Sprintf("%s: rkt 1.x stage1 images are not used (this rkt's stage1 is a binary: --stage1-path)", filepath.Join(d, Stage1Dir)))
 		}
 		if fi, err := os.Stat(filepath.Join(d, TrustedKeysDir)); err == nil && fi.IsDir() {
 			out = append(out, fmt.Sprintf("%s: ACI signing keys are not used (no ACI is fetched from the network)", filepath.Join(d, TrustedKeysDir)))
 		}
-		files, _ := jsonFiles(filepath.Join(d, PathsDir))
+		files, _ := confdir.JSONFiles(filepath.Join(d, PathsDir))
 		for _, f := range files {
 			b, h, err := readHeader(f)
 			var p pathsV1
@@ -129,7 +108,7 @@ func Unused(dirs ...string) []string {
 				out = append(out, fmt.Sprintf("%s: stage1-images is not used", f))
 			}
 		}
-		files, _ = jsonFiles(filepath.Join(d, AuthDir))
+		files, _ = confdir.JSONFiles(filepath.Join(d, AuthDir))
 		for _, f := range files {
 			if _, h, err := readHeader(f); err == nil && h.Kind == "auth" {
 				out = append(out, fmt.Sprintf("%s: rktKind \"auth\" (credentials for ACI downloads) is not used; registries take \"dockerAuth\"", f))

@@ -27,31 +27,6 @@ func CheckVersion(v string) error {
 	return fmt.Errorf("manifest format %q, this rkt reads %q: %w", v, Version, ErrNewerVersion)
 }
 
-// File names inside a pod directory (<data dir>/pods/<state>/<uuid>/).
-const (
-	PodManifestFile = "pod"           // PodManifest, JSON
-	NetNSFile       = "netns"         // bind-mounted network namespace (absent for host networking)
-	NetInfoFile     = "net-info.json" // CNI results
-	Stage1PIDFile   = "stage1.pid"    // pid of the pod supervisor
-	Stage1Socket    = "stage1.sock"   // control socket of the supervisor
-	Stage1LogFile   = "stage1.log"    // the supervisor's own stdout/stderr
-	Stage1DiedFile  = "stage1.died"   // empty; created when the supervisor is found dead, its mtime is the time of death
-	AppsDir         = "apps"          // one directory per app
-	UserNSFile      = "userns"        // bind-mounted user namespace (only when PodManifest.UserNS is set)
-)
-
-// File names inside an app directory (<pod>/apps/<name>/).
-const (
-	AppManifestFile = "app.json"    // App, JSON, written by stage0
-	AppSpecFile     = "config.json" // OCI runtime spec of the app, written by stage0
-	AppStatusFile   = "status.json" // AppStatus, JSON, written by stage1
-	AppFSDir        = "fs"          // root-only: holds the app's filesystem below
-	AppRootfsDir    = "fs/rootfs"   // overlay mountpoint, mounted by stage0
-	AppUpperDir     = "fs/upper"    // overlay upperdir
-	AppWorkDir      = "fs/work"     // overlay workdir
-	AppDefaultLog   = "log"         // default log file when App.LogPath is empty
-)
-
 // PodManifest describes a pod. stage0 writes it atomically; it is rewritten
 // when apps are added or removed.
 type PodManifest struct {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +27,7 @@ type Client struct {
 // Dial returns a client for the supervisor of the pod at podDir, after
 // checking that something listens on its socket (ErrNoSupervisor otherwise).
 func Dial(podDir string) (*Client, error) {
-	c := &Client{podDir: podDir, sock: filepath.Join(podDir, schema.Stage1Socket)}
+	c := &Client{podDir: podDir, sock: schema.PodDir(podDir).Stage1Socket()}
 	conn, err := c.dial(context.Background())
 	if err != nil {
 		return nil, err

@@ -57,7 +57,7 @@ func TestFrames(t *testing.T) {
 func TestStatusFiles(t *testing.T) {
 	pod := t.TempDir()
 	for _, n := range []string{"b", "a", "never-started"} {
-		if err := os.MkdirAll(filepath.Join(pod, schema.AppsDir, n), 0o755); err != nil {
+		if err := os.MkdirAll(string(schema.PodDir(pod).App(n)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestStatusFiles(t *testing.T) {
 	if _, err := ReadAppStatus(pod, "never-started"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing status: %v", err)
 	}
-	ents, _ := os.ReadDir(filepath.Join(pod, schema.AppsDir, "a"))
+	ents, _ := os.ReadDir(string(schema.PodDir(pod).App("a")))
 	if len(ents) != 1 {
 		t.Errorf("temp files left: %v", ents)
 	}
@@ -109,7 +109,7 @@ func fakeServer(t *testing.T, handler func(req Request, conn net.Conn)) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := net.Listen("unix", filepath.Join(dir, schema.Stage1Socket))
+	l, err := net.Listen("unix", schema.PodDir(dir).Stage1Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestLongSocketPath(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, schema.Stage1Socket)
+	sock := schema.PodDir(dir).Stage1Socket()
 	if _, err := net.Listen("unix", sock); err == nil {
 		t.Fatalf("a %d-byte socket path fits: the test proves nothing", len(sock))
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 // StatusPath returns the path of an app's status file.
 func StatusPath(podDir, app string) string {
-	return filepath.Join(podDir, schema.AppsDir, app, schema.AppStatusFile)
+	return schema.PodDir(podDir).App(app).Status()
 }
 
 // ReadAppStatus reads an app's status file. An app that has never been
@@ -36,7 +35,7 @@ func ReadAppStatus(podDir, app string) (*schema.AppStatus, error) {
 // ReadPodStatus reads the status files of every app directory of the pod,
 // sorted by app name. Apps without a status file are skipped.
 func ReadPodStatus(podDir string) ([]schema.AppStatus, error) {
-	ents, err := os.ReadDir(filepath.Join(podDir, schema.AppsDir))
+	ents, err := os.ReadDir(schema.PodDir(podDir).AppsDir())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -78,13 +77,13 @@ const (
 )
 
 // NoteSupervisorDeath returns when the supervisor of podDir was first
-// found dead: the mtime of schema.Stage1DiedFile, which the first to find
+// found dead: the mtime of its schema.PodDir.Stage1Died file, which the first to find
 // it dead creates (the stage0 that started it, as it reaps it, or any
 // later reader), so that every status reports the same time. Call it only
 // once the supervisor is gone. When the file can be neither read nor
 // created (an unprivileged reader) it returns now and an error.
 func NoteSupervisorDeath(podDir string) (time.Time, error) {
-	path := filepath.Join(podDir, schema.Stage1DiedFile)
+	path := schema.PodDir(podDir).Stage1Died()
 	f, err := fileperm.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileperm.Shared)
 	if err == nil {
 		f.Close()

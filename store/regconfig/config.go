@@ -7,15 +7,14 @@ package regconfig
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/rkt/rkt/pkg/confdir"
 )
 
 // Sub-directories of a configuration directory that hold JSON files.
@@ -121,7 +120,7 @@ func loadDir(dir string) (*Config, error) {
 	authFrom := map[string]string{}
 	mirrorFrom := map[string]string{}
 	for _, sub := range []string{AuthDir, RegistriesDir} {
-		files, err := jsonFiles(filepath.Join(dir, sub))
+		files, err := confdir.JSONFiles(filepath.Join(dir, sub))
 		if err != nil {
 			return nil, err
 		}
@@ -132,25 +131,6 @@ func loadDir(dir string) (*Config, error) {
 		}
 	}
 	return c, nil
-}
-
-func jsonFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read config directory %q: %w", dir, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		out = append(out, filepath.Join(dir, e.Name()))
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) error {

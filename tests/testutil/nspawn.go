@@ -290,10 +290,14 @@ func (m *Machine) Boot() time.Duration {
 			m.T.Fatalf("systemd did not start within 90s:\n%s", m.ConsoleTail(40))
 		}
 		if m.pid == 0 {
-			if m.pid = containerInit(m.cmd.Process.Pid); m.pid != 0 {
-				m.netns, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/net", m.pid))
-			}
+			m.pid = containerInit(m.cmd.Process.Pid)
 		}
+	}
+	// read once systemd runs: the init found early may not have entered
+	// the machine's namespaces yet
+	m.netns, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/net", m.pid))
+	if host, _ := os.Readlink("/proc/self/ns/net"); m.netns == host {
+		m.T.Fatalf("the machine's init %d is in the host's network namespace %s", m.pid, host)
 	}
 	state, err := m.Exec("systemctl", "is-system-running", "--wait")
 	if state = strings.TrimSpace(state); state != "running" {

@@ -1,0 +1,83 @@
+package kubeletsvc
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/cgstats"
+	"github.com/rkt/rkt/stage0"
+)
+
+func TestContainerStatus(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	id := e.startContainer(t, pod, "app")
+	app := appKey(pod, "app-0")
+	shares, quota := uint64(512), int64(50000)
+	e.rt.specs[app] = &specs.Spec{
+		Process: &specs.Process{User: specs.User{UID: 1000, GID: 100, AdditionalGids: []uint32{100, 10}}, OOMScoreAdj: new(int)},
+		Linux:   &specs.Linux{Resources: &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares, Quota: &quota}}},
+	}
+	// the limits in force, changed since the spec was written
+	e.rt.stats[app] = &stage0.AppStats{Stats: cgstats.Stats{CPUShares: 1024, CPUQuotaMicros: 20000, CPUPeriodMicros: 100000, MemoryLimit: 1 << 62}}
+	r, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.GetStatus()
+	want := containerConfig("app", "busybox")
+	if s.GetId() != id || !proto.Equal(s.GetMetadata(), want.GetMetadata()) || s.GetLabels()["ctr"] != "app" ||
+		s.GetLogPath() != "/var/log/pods/web/app/0.log" || s.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("status %v", s)
+	}
+	if u := s.GetUser().GetLinux(); u.GetUid() != 1000 || u.GetGid() != 100 || !slices.Equal(u.GetSupplementalGroups(), []int64{100, 10}) {
+		t.Errorf("user %v, want uid 1000 gid 100 groups [100 10]", u)
+	}
+	if res := s.GetResources().GetLinux(); res.GetCpuShares() != 1024 || res.GetCpuQuota() != 20000 || res.GetCpuPeriod() != 100000 || res.GetMemoryLimitInBytes() != 0 {
+		t.Errorf("resources %v, want the live cgroup's (shares 1024, quota 20000, period 100000, no memory limit)", res)
+	}
+	var info map[string]any
+	if err := json.Unmarshal([]byte(r.GetInfo()["info"]), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info["sandboxID"] != pod || info["app"] != "app-0" || info["runtimeSpec"] == nil {
+		t.Errorf("verbose info %v", info)
+	}
+	_, err = e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "ffff"})
+	wantCode(t, "unknown container prefix", err, codes.NotFound)
+}
+
+func TestContainerStatusExit(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	id := e.startContainer(t, pod, "app")
+	for _, tc := range []struct {
+		code      int
+		oom       bool
+		reason    string
+		wantCode  int32
+		wantCause string
+	}{
+		{0, false, "", 0, "Completed"},
+		{1, false, "", 1, "Error"},
+		{137, true, "", 137, "OOMKilled"},
+	} {
+		e.rt.mu.Lock()
+		a := &e.rt.pods[pod].Apps[0]
+		a.State, a.ExitCode, a.OOMKilled, a.Reason = "exited", tc.code, tc.oom, tc.reason
+		e.rt.mu.Unlock()
+		r, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := r.GetStatus(); s.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || s.GetExitCode() != tc.wantCode || s.GetReason() != tc.wantCause {
+			t.Errorf("exit %d oom %v: state %v code %d reason %q, want %d %q", tc.code, tc.oom, s.GetState(), s.GetExitCode(), s.GetReason(), tc.wantCode, tc.wantCause)
+		}
+	}
+}

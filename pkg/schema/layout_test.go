@@ -1,0 +1,44 @@
+package schema
+
+import "testing"
+
+// The layout is an on-disk format: pods written by earlier versions are
+// found at these paths.
+func TestLayout(t *testing.T) {
+	d := PodDir("/var/lib/rkt/pods/run/u")
+	a := d.App("web")
+	for _, c := range []struct{ got, want string }{
+		{PodsDir("/var/lib/rkt"), "/var/lib/rkt/pods"},
+		{d.Manifest(), "/var/lib/rkt/pods/run/u/pod"},
+		{d.NetNS(), "/var/lib/rkt/pods/run/u/netns"},
+		{d.NetInfo(), "/var/lib/rkt/pods/run/u/net-info.json"},
+		{d.UserNS(), "/var/lib/rkt/pods/run/u/userns"},
+		{d.Stage1PID(), "/var/lib/rkt/pods/run/u/stage1.pid"},
+		{d.Stage1Socket(), "/var/lib/rkt/pods/run/u/stage1.sock"},
+		{d.Stage1Log(), "/var/lib/rkt/pods/run/u/stage1.log"},
+		{d.Stage1Died(), "/var/lib/rkt/pods/run/u/stage1.died"},
+		{d.Cleaned(), "/var/lib/rkt/pods/run/u/stage0-cleaned"},
+		{d.Volumes(), "/var/lib/rkt/pods/run/u/volumes"},
+		{d.Volume("cache"), "/var/lib/rkt/pods/run/u/volumes/cache"},
+		{d.AppsDir(), "/var/lib/rkt/pods/run/u/apps"},
+		{d.Rkt1AppsInfo(), "/var/lib/rkt/pods/run/u/appsinfo"},
+		{string(a), "/var/lib/rkt/pods/run/u/apps/web"},
+		{a.Manifest(), "/var/lib/rkt/pods/run/u/apps/web/app.json"},
+		{a.Record(), "/var/lib/rkt/pods/run/u/apps/web/stage0.json"},
+		{a.Spec(), "/var/lib/rkt/pods/run/u/apps/web/config.json"},
+		{a.Status(), "/var/lib/rkt/pods/run/u/apps/web/status.json"},
+		{a.DefaultLog(), "/var/lib/rkt/pods/run/u/apps/web/log"},
+		{a.FS(), "/var/lib/rkt/pods/run/u/apps/web/fs"},
+		{a.Rootfs(), "/var/lib/rkt/pods/run/u/apps/web/fs/rootfs"},
+		{a.Upper(), "/var/lib/rkt/pods/run/u/apps/web/fs/upper"},
+		{a.Work(), "/var/lib/rkt/pods/run/u/apps/web/fs/work"},
+		{a.PreFSUpper(), "/var/lib/rkt/pods/run/u/apps/web/upper"},
+		{a.Empty(), "/var/lib/rkt/pods/run/u/apps/web/fs/empty"},
+		{a.IDMap(), "/var/lib/rkt/pods/run/u/apps/web/fs/idmap"},
+		{a.ImageVolume(2), "/var/lib/rkt/pods/run/u/apps/web/fs/imagevols/2"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s, want %s", c.got, c.want)
+		}
+	}
+}
