@@ -119,6 +119,7 @@ e2e-node-build: all $(TOOLSDIR)/kubelet $(TOOLSDIR)/crictl
 	./tests/e2e-node/build-images.sh $(E2E_DIR)/images $(E2E_DIR)/bin
 
 e2e-node: e2e-node-build
+	[ "$(RUNTIME)" != containerd ] || ./.ci/install-bench-deps
 	RUNTIME=$(RUNTIME) E2E_FOCUS='$(E2E_FOCUS)' E2E_SKIP='$(E2E_SKIP)' E2E_PROCS=$(E2E_PROCS) \
 		CRICTL=$(abspath $(TOOLSDIR))/crictl E2E_OUT=$(abspath $(E2E_DIR)) RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) \
 		./tests/e2e-node/run.sh
