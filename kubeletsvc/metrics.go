@@ -130,6 +130,20 @@ var metricDefs = []metricDef{
 		}
 		return []sample{{[]string{m.fsDev}, m.fsStat.Blocks * uint64(m.fsStat.Bsize)}}
 	}},
+	// critest's metrics specs require the inode figures of the container's
+	// filesystem (the writable layer's, as statfs gives them).
+	{"container_fs_inodes_total", "Number of Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
+		if m.fsStat == nil {
+			return nil
+		}
+		return []sample{{[]string{m.fsDev}, m.fsStat.Files}}
+	}},
+	{"container_fs_inodes_free", "Number of available Inodes.", true, []string{"device"}, func(m *ctrMetrics) []sample {
+		if m.fsStat == nil {
+			return nil
+		}
+		return []sample{{[]string{m.fsDev}, m.fsStat.Ffree}}
+	}},
 	{"container_fs_reads_bytes_total", "Cumulative count of bytes read.", false, []string{"device"}, blkio(true, "Read")},
 	{"container_fs_writes_bytes_total", "Cumulative count of bytes written.", false, []string{"device"}, blkio(true, "Write")},
 	{"container_fs_reads_total", "Cumulative count of reads completed.", false, []string{"device"}, blkio(false, "Read")},
