@@ -13,11 +13,15 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
+// staticPodSample is one static pod: when its manifest was written and when
+// the runtime was first seen reporting its container running.
+type staticPodSample struct{ Written, Running time.Time }
+
 // staticPodToRunning writes n static pod manifests one after the other and
 // returns, for each, the time from writing it until the runtime reports its
 // container running (polled through the CRI).
-func staticPodToRunning(b *testing.B, k *kubelet, c *criClient, image string, n int) []time.Duration {
-	var ds []time.Duration
+func staticPodToRunning(b *testing.B, k *kubelet, c *criClient, image string, n int) []staticPodSample {
+	var ss []staticPodSample
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("bench%d", i)
 		manifest := fmt.Sprintf(`apiVersion: v1
@@ -47,21 +51,24 @@ spec:
 			}
 			return nil
 		})
-		ds = append(ds, time.Since(start))
+		ss = append(ss, staticPodSample{start, time.Now()})
 		if err := os.Remove(path); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return ds
+	return ss
 }
 
 // BenchmarkKubeletStaticPod times a standalone kubelet's static pods from
 // manifest to running container (median of 10, image already pulled),
 // against rkt kubelet-service and then Debian's containerd on the same
-// host, and reports the ratio.
+// host, and reports the ratio. With RKT_BENCH_KUBELET_TRACE=1 the kubelet
+// talks to the runtime through a timing proxy and the benchmark prints when
+// each of the pod's CRI calls started and ended after the manifest write.
 func BenchmarkKubeletStaticPod(b *testing.B) {
 	requireRoot(b)
 	const n = 10
+	trace := os.Getenv("RKT_BENCH_KUBELET_TRACE") == "1"
 	env := testutil.NewEnv(b)
 	reg := testutil.StartRegistry(b)
 	image := reg.Push(b, "bench/busybox:1", testutil.Busybox(b))
@@ -91,13 +98,26 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { os.RemoveAll(root) })
-			k := startKubelet(b, endpoint, root)
+			kubeletEndpoint := endpoint
+			var proxy *criTraceProxy
+			if trace {
+				proxy = startCRITraceProxy(b, endpoint, root)
+				kubeletEndpoint = proxy.Endpoint
+			}
+			k := startKubelet(b, kubeletEndpoint, root)
 			staticPodToRunning(b, k, c, image, 1) // warm-up
-			ds := staticPodToRunning(b, k, c, image, n)
+			ss := staticPodToRunning(b, k, c, image, n)
+			var ds []time.Duration
+			for _, s := range ss {
+				ds = append(ds, s.Running.Sub(s.Written))
+			}
 			medians[rt] = percentile(ds, 50)
 			b.ReportMetric(ms(medians[rt]), "median-ms")
 			fmt.Printf("BenchmarkKubeletStaticPod: %s manifest->running median %.0f ms (p90 %.0f ms, n=%d)\n",
 				rt, ms(medians[rt]), ms(percentile(ds, 90)), n)
+			if proxy != nil {
+				printStaticPodTrace(rt, proxy, ss)
+			}
 		})
 		if !ok {
 			return
@@ -107,5 +127,56 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 		ratio := float64(medians["rkt"]) / float64(medians["containerd"])
 		b.ReportMetric(ratio, "rkt/containerd")
 		fmt.Printf("BenchmarkKubeletStaticPod: rkt/containerd = %.2fx\n", ratio)
+	}
+}
+
+// staticPodCalls are the CRI calls the kubelet makes to start a static pod,
+// in its order.
+var staticPodCalls = []string{"RunPodSandbox", "PodSandboxStatus", "ImageStatus", "PullImage", "CreateContainer", "StartContainer"}
+
+// printStaticPodTrace prints, for each call of staticPodCalls, the median
+// of when its first occurrence after the manifest write (after
+// RunPodSandbox for the later ones) started and ended, and the calls of the
+// median sample in order.
+func printStaticPodTrace(rt string, p *criTraceProxy, ss []staticPodSample) {
+	starts, ends, durs := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
+	var total []time.Duration
+	for _, s := range ss {
+		after, seen := s.Written, map[string]bool{}
+		for _, c := range p.Calls(s.Written, s.Running) {
+			for _, m := range staticPodCalls {
+				if c.Method != m || c.Start.Before(after) || seen[m] {
+					continue
+				}
+				seen[m] = true
+				starts[m] = append(starts[m], c.Start.Sub(s.Written))
+				ends[m] = append(ends[m], c.End.Sub(s.Written))
+				durs[m] = append(durs[m], c.End.Sub(c.Start))
+				if m == "RunPodSandbox" {
+					after = c.End
+				}
+			}
+		}
+		total = append(total, s.Running.Sub(s.Written))
+	}
+	fmt.Printf("BenchmarkKubeletStaticPod: %s: the pod's CRI calls, ms after the manifest write (medians of %d):\n", rt, len(ss))
+	fmt.Printf("  %-18s %8s %8s %8s %3s\n", "call", "start", "end", "took", "n")
+	for _, m := range staticPodCalls {
+		if len(starts[m]) > 0 {
+			fmt.Printf("  %-18s %8.1f %8.1f %8.1f %3d\n", m, ms(percentile(starts[m], 50)), ms(percentile(ends[m], 50)),
+				ms(percentile(durs[m], 50)), len(starts[m]))
+		}
+	}
+	fmt.Printf("  %-18s %8s %8.1f\n", "running seen", "", ms(percentile(total, 50)))
+	med := percentile(total, 50)
+	for _, s := range ss {
+		if s.Running.Sub(s.Written) != med {
+			continue
+		}
+		fmt.Printf("  every call of the median sample (%.0f ms):\n", ms(med))
+		for _, c := range p.Calls(s.Written, s.Running) {
+			fmt.Printf("    %8.1f %8.1f %s\n", ms(c.Start.Sub(s.Written)), ms(c.End.Sub(s.Written)), c.Method)
+		}
+		break
 	}
 }
