@@ -20,6 +20,7 @@ type criCall struct {
 	Method     string // short name, e.g. RunPodSandbox
 	Start, End time.Time
 	Err        bool
+	Req        []byte // the request, encoded
 }
 
 // criTraceProxy is a transparent gRPC proxy in front of a CRI endpoint that
@@ -75,18 +76,15 @@ func (p *criTraceProxy) forward(conn *grpc.ClientConn, ss grpc.ServerStream) err
 	if err != nil {
 		return err
 	}
-	go func() {
-		for {
-			var f rawFrame
-			if err := ss.RecvMsg(&f); err != nil {
-				cs.CloseSend()
-				return
-			}
-			if err := cs.SendMsg(&f); err != nil {
-				return
-			}
-		}
-	}()
+	// CRI calls are unary or server-streaming: one request.
+	var req rawFrame
+	if err := ss.RecvMsg(&req); err != nil {
+		return err
+	}
+	if err := cs.SendMsg(&req); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	cs.CloseSend()
 	for {
 		var f rawFrame
 		err = cs.RecvMsg(&f)
@@ -101,7 +99,7 @@ func (p *criTraceProxy) forward(conn *grpc.ClientConn, ss grpc.ServerStream) err
 		err = nil
 	}
 	p.mu.Lock()
-	p.calls = append(p.calls, criCall{Method: filepath.Base(method), Start: start, End: time.Now(), Err: err != nil})
+	p.calls = append(p.calls, criCall{Method: filepath.Base(method), Start: start, End: time.Now(), Err: err != nil, Req: req.b})
 	p.mu.Unlock()
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -64,11 +66,12 @@ spec:
 // against rkt kubelet-service and then Debian's containerd on the same
 // host, and reports the ratio. With RKT_BENCH_KUBELET_TRACE=1 the kubelet
 // talks to the runtime through a timing proxy and the benchmark prints when
-// each of the pod's CRI calls started and ended after the manifest write.
+// each of the pod's CRI calls started and ended after the manifest write
+// (=2: and the kubelet's RunPodSandbox and CreateContainer requests).
 func BenchmarkKubeletStaticPod(b *testing.B) {
 	requireRoot(b)
 	const n = 10
-	trace := os.Getenv("RKT_BENCH_KUBELET_TRACE") == "1"
+	trace := os.Getenv("RKT_BENCH_KUBELET_TRACE")
 	env := testutil.NewEnv(b)
 	reg := testutil.StartRegistry(b)
 	image := reg.Push(b, "bench/busybox:1", testutil.Busybox(b))
@@ -100,7 +103,7 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 			b.Cleanup(func() { os.RemoveAll(root) })
 			kubeletEndpoint := endpoint
 			var proxy *criTraceProxy
-			if trace {
+			if trace != "" {
 				proxy = startCRITraceProxy(b, endpoint, root)
 				kubeletEndpoint = proxy.Endpoint
 			}
@@ -116,7 +119,7 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 			fmt.Printf("BenchmarkKubeletStaticPod: %s manifest->running median %.0f ms (p90 %.0f ms, n=%d)\n",
 				rt, ms(medians[rt]), ms(percentile(ds, 90)), n)
 			if proxy != nil {
-				printStaticPodTrace(rt, proxy, ss)
+				printStaticPodTrace(rt, proxy, ss, trace == "2")
 			}
 		})
 		if !ok {
@@ -137,8 +140,9 @@ var staticPodCalls = []string{"RunPodSandbox", "PodSandboxStatus", "ImageStatus"
 // printStaticPodTrace prints, for each call of staticPodCalls, the median
 // of when its first occurrence after the manifest write (after
 // RunPodSandbox for the later ones) started and ended, and the calls of the
-// median sample in order.
-func printStaticPodTrace(rt string, p *criTraceProxy, ss []staticPodSample) {
+// median sample in order (with the requests that create the pod if
+// requests).
+func printStaticPodTrace(rt string, p *criTraceProxy, ss []staticPodSample, requests bool) {
 	starts, ends, durs := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 	var total []time.Duration
 	for _, s := range ss {
@@ -176,6 +180,16 @@ func printStaticPodTrace(rt string, p *criTraceProxy, ss []staticPodSample) {
 		fmt.Printf("  every call of the median sample (%.0f ms):\n", ms(med))
 		for _, c := range p.Calls(s.Written, s.Running) {
 			fmt.Printf("    %8.1f %8.1f %s\n", ms(c.Start.Sub(s.Written)), ms(c.End.Sub(s.Written)), c.Method)
+			var req proto.Message
+			switch c.Method {
+			case "RunPodSandbox":
+				req = &runtimeapi.RunPodSandboxRequest{}
+			case "CreateContainer":
+				req = &runtimeapi.CreateContainerRequest{}
+			}
+			if requests && req != nil && proto.Unmarshal(c.Req, req) == nil {
+				fmt.Printf("%s\n", prototext.Format(req))
+			}
 		}
 		break
 	}
