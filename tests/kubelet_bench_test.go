@@ -96,7 +96,17 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 		ok := b.Run(rt, func(b *testing.B) {
 			var endpoint string
 			if rt == "rkt" {
-				endpoint = startCRIService(b, env).Endpoint
+				// at containerd's log level; RKT_BENCH_SVC_LOG=file keeps
+				// the service's log there, at debug level
+				level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
+				if keep != "" {
+					level = "debug"
+				}
+				svc := startCRIService(b, env, "--log-level="+level)
+				if keep != "" {
+					b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+				}
+				endpoint = svc.Endpoint
 			} else {
 				if containerdVersion() == "" {
 					b.Skip("containerd is not installed (.ci/install-bench-deps installs it)")
