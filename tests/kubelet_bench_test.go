@@ -25,14 +25,22 @@ type staticPodSample struct{ Written, Running time.Time }
 // the medians of both runtimes fell on multiples of it).
 const staticPodPoll = 10 * time.Millisecond
 
-// staticPodToRunning writes n static pod manifests (pods prefix0...) one
-// after the other and returns, for each, when it was written and when the
-// runtime first reported its container running (polled through the CRI).
-func staticPodToRunning(b *testing.B, k *kubelet, c *criClient, image, prefix string, n int) []staticPodSample {
-	var ss []staticPodSample
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("%s%d", prefix, i)
-		manifest := fmt.Sprintf(`apiVersion: v1
+// staticPodRuntime is a runtime under a kubelet of its own.
+type staticPodRuntime struct {
+	name  string
+	c     *criClient // the benchmark's own client, straight to the runtime
+	k     *kubelet
+	proxy *criTraceProxy // nil unless tracing
+	ss    []staticPodSample
+}
+
+// sample writes the manifest of pod name, records when the runtime first
+// reports its container running (polled through the CRI), then removes the
+// manifest and waits until the kubelet stopped the pod, so that the next
+// sample starts on a node where nothing else is under way.
+func (rt *staticPodRuntime) sample(b *testing.B, image, name string) staticPodSample {
+	k, c := rt.k, rt.c
+	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s, namespace: default}
 spec:
@@ -40,49 +48,59 @@ spec:
   containers:
   - {name: app, image: %s, command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']}
 `, name, image)
-		path := filepath.Join(k.Manifests, name+".yaml")
-		start := time.Now()
-		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		running := func() (bool, error) {
+	path := filepath.Join(k.Manifests, name+".yaml")
+	labels := map[string]string{"io.kubernetes.pod.name": name + "-" + k.NodeName}
+	poll := func(what string, done func(ctx context.Context) (bool, error)) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(staticPodPoll) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			l, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-				State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-				LabelSelector: map[string]string{"io.kubernetes.pod.name": name + "-" + k.NodeName}}})
-			return err == nil && len(l.Containers) > 0, err
-		}
-		for deadline := start.Add(time.Minute); ; time.Sleep(staticPodPoll) {
-			ok, err := running()
+			ok, err := done(ctx)
+			cancel()
 			if ok {
-				break
+				return
 			}
 			select {
 			case <-k.done:
-				b.Fatalf("the kubelet exited while %s was starting (%v)", name, err)
+				b.Fatalf("%s: the kubelet exited while waiting for %s %s (%v)", rt.name, name, what, err)
 			default:
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("%s: no running container within a minute (%v)", name, err)
+				b.Fatalf("%s: %s not %s within a minute (%v)", rt.name, name, what, err)
 			}
 		}
-		ss = append(ss, staticPodSample{start, time.Now()})
-		if err := os.Remove(path); err != nil {
-			b.Fatal(err)
-		}
 	}
-	return ss
+	start := time.Now()
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	poll("running", func(ctx context.Context) (bool, error) {
+		l, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: labels}})
+		return err == nil && len(l.Containers) > 0, err
+	})
+	s := staticPodSample{start, time.Now()}
+	if err := os.Remove(path); err != nil {
+		b.Fatal(err)
+	}
+	poll("stopped", func(ctx context.Context) (bool, error) {
+		l, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+			State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+			LabelSelector: labels}})
+		return err == nil && len(l.Items) == 0, err
+	})
+	return s
 }
 
-// BenchmarkKubeletStaticPod times a standalone kubelet's static pods from
-// manifest to running container (median of 10, image already pulled, the
-// runtime polled every 10 ms),
-// against rkt kubelet-service and then Debian's containerd on the same
-// host, and reports the ratio. With RKT_BENCH_KUBELET_TRACE=1 the kubelet
-// talks to the runtime through a timing proxy and the benchmark prints when
-// each of the pod's CRI calls started and ended after the manifest write
-// (=2: and the kubelet's RunPodSandbox and CreateContainer requests).
+// BenchmarkKubeletStaticPod times standalone kubelets' static pods from
+// manifest to running container (image already pulled, the runtime polled
+// every 10 ms): rkt kubelet-service and Debian's containerd on the same
+// host, each under a kubelet of its own, both up at once and their samples
+// interleaved so that the machine's drift hits both; each pod is stopped
+// before the next manifest is written. It reports the medians of 10 and
+// their ratio. With RKT_BENCH_KUBELET_TRACE=1 the kubelets talk to the
+// runtimes through a timing proxy and the benchmark prints when each of
+// the pod's CRI calls started and ended after the manifest write (=2: and
+// the kubelet's RunPodSandbox and CreateContainer requests).
 func BenchmarkKubeletStaticPod(b *testing.B) {
 	requireRoot(b)
 	const n = 10
@@ -91,64 +109,71 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 	reg := testutil.StartRegistry(b)
 	image := reg.Push(b, "bench/busybox:1", testutil.Busybox(b))
 	pause := reg.Push(b, "bench/pause:1", testutil.BusyboxWith(b, testutil.ImageConfig{Entrypoint: []string{"sleep", "2147483647"}}))
+	names := []string{"rkt", "containerd"}
+	if containerdVersion() == "" {
+		b.Log("containerd is not installed (.ci/install-bench-deps installs it): rkt alone")
+		names = names[:1]
+	}
+	var rts []*staticPodRuntime
+	for _, name := range names {
+		var endpoint string
+		if name == "rkt" {
+			// at containerd's log level; RKT_BENCH_SVC_LOG=file keeps
+			// the service's log there, at debug level
+			level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
+			if keep != "" {
+				level = "debug"
+			}
+			svc := startCRIService(b, env, "--log-level="+level)
+			if keep != "" {
+				b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+			}
+			endpoint = svc.Endpoint
+		} else {
+			endpoint = "unix://" + startContainerd(b, reg.Addr, pause).Socket
+		}
+		rt := &staticPodRuntime{name: name, c: dialCRIEndpoint(b, endpoint)}
+		b.Cleanup(func() { removeAllPods(b, rt.c) })
+		ctx := rpcCtx(b)
+		for _, img := range []string{image, pause} {
+			if _, err := rt.c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
+				b.Fatalf("%s: PullImage %s: %v", name, img, err)
+			}
+		}
+		root, err := os.MkdirTemp("", "rkt-bench-kubelet-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(root) })
+		kubeletEndpoint := endpoint
+		if trace != "" {
+			rt.proxy = startCRITraceProxy(b, endpoint, root)
+			kubeletEndpoint = rt.proxy.Endpoint
+		}
+		rt.k = startKubelet(b, kubeletEndpoint, root)
+		rts = append(rts, rt)
+	}
+	for _, rt := range rts {
+		rt.sample(b, image, "warm")
+	}
+	for i := 0; i < n; i++ {
+		for j := range rts {
+			rt := rts[(i+j)%len(rts)] // each goes first every other round
+			rt.ss = append(rt.ss, rt.sample(b, image, fmt.Sprintf("bench%d", i)))
+		}
+	}
 	medians := map[string]time.Duration{}
-	for _, rt := range []string{"rkt", "containerd"} {
-		ok := b.Run(rt, func(b *testing.B) {
-			var endpoint string
-			if rt == "rkt" {
-				// at containerd's log level; RKT_BENCH_SVC_LOG=file keeps
-				// the service's log there, at debug level
-				level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
-				if keep != "" {
-					level = "debug"
-				}
-				svc := startCRIService(b, env, "--log-level="+level)
-				if keep != "" {
-					b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
-				}
-				endpoint = svc.Endpoint
-			} else {
-				if containerdVersion() == "" {
-					b.Skip("containerd is not installed (.ci/install-bench-deps installs it)")
-				}
-				endpoint = "unix://" + startContainerd(b, reg.Addr, pause).Socket
-			}
-			c := dialCRIEndpoint(b, endpoint)
-			b.Cleanup(func() { removeAllPods(b, c) })
-			ctx := rpcCtx(b)
-			for _, img := range []string{image, pause} {
-				if _, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img}}); err != nil {
-					b.Fatalf("PullImage %s: %v", img, err)
-				}
-			}
-			root, err := os.MkdirTemp("", "rkt-bench-kubelet-")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { os.RemoveAll(root) })
-			kubeletEndpoint := endpoint
-			var proxy *criTraceProxy
-			if trace != "" {
-				proxy = startCRITraceProxy(b, endpoint, root)
-				kubeletEndpoint = proxy.Endpoint
-			}
-			k := startKubelet(b, kubeletEndpoint, root)
-			staticPodToRunning(b, k, c, image, "warm", 1)
-			ss := staticPodToRunning(b, k, c, image, "bench", n)
-			var ds []time.Duration
-			for _, s := range ss {
-				ds = append(ds, s.Running.Sub(s.Written))
-			}
-			medians[rt] = percentile(ds, 50)
-			b.ReportMetric(ms(medians[rt]), "median-ms")
-			fmt.Printf("BenchmarkKubeletStaticPod: %s manifest->running median %.0f ms (p90 %.0f ms, n=%d)\n",
-				rt, ms(medians[rt]), ms(percentile(ds, 90)), n)
-			if proxy != nil {
-				printStaticPodTrace(rt, proxy, ss, trace == "2")
-			}
-		})
-		if !ok {
-			return
+	for _, rt := range rts {
+		var ds []time.Duration
+		for _, s := range rt.ss {
+			ds = append(ds, s.Running.Sub(s.Written))
+		}
+		medians[rt.name] = percentile(ds, 50)
+		b.ReportMetric(ms(medians[rt.name]), rt.name+"-median-ms")
+		fmt.Printf("BenchmarkKubeletStaticPod: %s manifest->running median %.0f ms (p90 %.0f ms, n=%d)\n",
+			rt.name, ms(medians[rt.name]), ms(percentile(ds, 90)), n)
+		if rt.proxy != nil {
+			printStaticPodTrace(rt.name, rt.proxy, rt.ss, trace == "2")
 		}
 	}
 	if medians["rkt"] > 0 && medians["containerd"] > 0 {
