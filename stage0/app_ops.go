@@ -77,7 +77,22 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 		r.dropApp(p, name)
 		return "", err
 	}
+	if opts.Prestart {
+		r.prestartApp(ctx, p, name)
+	}
 	return name, nil
+}
+
+// prestartApp asks the supervisor to create the app's container now; a
+// failure is only logged, as StartApp creates it then.
+func (r *Runtime) prestartApp(ctx context.Context, p *pod, name string) {
+	c, err := control.Dial(p.dir)
+	if err == nil {
+		err = c.PrestartApp(ctx, name)
+	}
+	if err != nil {
+		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", name, "error", err)
+	}
 }
 
 // dropApp removes an app from the manifest and deletes its directory. The

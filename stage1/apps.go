@@ -74,6 +74,34 @@ func (sv *supervisor) startApp(name string) error {
 	return nil
 }
 
+// prestartApp creates the app's container in the background, its process
+// to be run by startApp. The app stays locked until its container is
+// created, so that a start waits for it.
+func (sv *supervisor) prestartApp(name string) error {
+	a, err := sv.lookup(name)
+	if err != nil {
+		return err
+	}
+	am, err := sv.manifestApp(name)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	sv.mu.Lock()
+	stopping := sv.stopping
+	sv.mu.Unlock()
+	if stopping || a.running() || a.pre != nil || a.status.State != schema.AppCreated {
+		a.mu.Unlock()
+		return nil // nothing to prepare: start does what is needed
+	}
+	a.manifest = *am
+	go func() {
+		defer a.mu.Unlock()
+		a.prestart()
+	}()
+	return nil
+}
+
 // removeApp forgets a stopped app and destroys what is left of its container.
 func (sv *supervisor) removeApp(name string) error {
 	a, err := sv.lookup(name)
@@ -85,6 +113,7 @@ func (sv *supervisor) removeApp(name string) error {
 	if a.running() {
 		return errRunning(name)
 	}
+	a.dropPrestarted()
 	a.destroyStale()
 	sv.mu.Lock()
 	delete(sv.apps, name)

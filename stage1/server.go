@@ -107,6 +107,8 @@ func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) err
 	switch req.Op {
 	case control.OpStart:
 		return sv.startApp(req.App)
+	case control.OpPrestart:
+		return sv.prestartApp(req.App)
 	case control.OpStop:
 		a, err := sv.lookup(req.App)
 		if err != nil {

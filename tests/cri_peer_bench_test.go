@@ -149,7 +149,27 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	env := testutil.NewEnv(b)
 	reg := testutil.StartRegistry(b)
 	ref, pauseRef := pushPeerImages(b, reg)
-	svc := startCRIService(b, env, "--log-level=warn")
+	// RKT_BENCH_SVC_LOG=file keeps the service's log there, at debug level
+	// (and the crictl pods' stage1 logs in file.stage1);
+	// RKT_BENCH_ONLY=crictl measures crictl runp+create+start alone
+	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10).
+	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
+	if keep != "" {
+		level = "debug"
+	}
+	svc := startCRIService(b, env, "--log-level="+level)
+	if keep != "" {
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+	}
+	only := os.Getenv("RKT_BENCH_ONLY")
+	crictlRounds := 10
+	if s := os.Getenv("RKT_BENCH_CRICTL_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("RKT_BENCH_CRICTL_ROUNDS: bad count %q", s)
+		}
+		crictlRounds = n
+	}
 	cd := startContainerd(b, reg.Addr, pauseRef)
 	peers := []*peer{
 		{name: "rkt", c: dialCRI(b, svc), ep: svc.Endpoint, pid: svc.cmd.Process.Pid, podPSS: rktPodPSS},
@@ -172,26 +192,73 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	lat := map[string]latencies{"rkt": {}, "containerd": {}}
 
 	// the lifecycle, one round on each in turn
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 20 && only == ""; i++ {
 		for _, p := range peers {
 			lifecycleRound(b, p, lat[p.name], fmt.Sprintf("vs-%s-%d", p.name, i), logDir)
 		}
 	}
 
 	// crictl runp+create+start, as the processes a user runs
-	for i := 0; i < 10; i++ {
+	for i := 0; i < crictlRounds; i++ {
 		for _, p := range peers {
-			lat[p.name].time("crictl runp+create+start", func() error {
+			must(b, p.name+" crictl", lat[p.name].time("crictl runp+create+start", func() error {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
-			})
+			}))
 		}
+	}
+	if keep != "" { // and the pods' stage1 logs, before they go
+		logs, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "stage1.log"))
+		var all []byte
+		for _, l := range logs {
+			bs, _ := os.ReadFile(l)
+			all = append(all, bs...)
+		}
+		os.WriteFile(keep+".stage1", all, 0o644)
 	}
 	for _, p := range peers {
 		removeAllPods(b, p.c)
 	}
 	time.Sleep(time.Second) // let the exits of the removed pods settle
 
-	// at 10 running pods
+	podPSS := map[string]int{}
+	if only == "" {
+		podPSS = measureTenPods(b, peers, lat, logDir)
+	}
+
+	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
+	fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
+	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
+		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
+		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
+		"ListContainerStats", "ListPodSandboxStats", "Status"} {
+		r, c := lat["rkt"][name], lat["containerd"][name]
+		if len(r) == 0 || len(c) == 0 {
+			continue
+		}
+		rp, cp := percentile(r, 50), percentile(c, 50)
+		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f\n", name, ms(cp), ms(percentile(c, 99)),
+			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
+		metric := strings.ReplaceAll(name, " ", "-")
+		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
+		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
+		b.ReportMetric(float64(rp)/float64(cp), metric+"-ratio")
+	}
+	if len(podPSS) == 0 {
+		return
+	}
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
+		float64(idle["rkt"])/float64(idle["containerd"]))
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
+		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
+	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
+	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
+	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
+}
+
+// measureTenPods times the List/Status/Stats calls at 10 running pods of
+// each peer and returns each peer's mean per-pod PSS (KiB).
+func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir string) map[string]int {
+	ctx := context.Background()
 	pods := map[string][]string{}
 	ctrs := map[string][]string{}
 	for i := 0; i < 10; i++ {
@@ -242,32 +309,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		}
 		podPSS[p.name] = sum / len(pods[p.name])
 	}
-
-	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
-	fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
-	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
-		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
-		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
-		"ListContainerStats", "ListPodSandboxStats", "Status"} {
-		r, c := lat["rkt"][name], lat["containerd"][name]
-		if len(r) == 0 || len(c) == 0 {
-			continue
-		}
-		rp, cp := percentile(r, 50), percentile(c, 50)
-		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f\n", name, ms(cp), ms(percentile(c, 99)),
-			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
-		metric := strings.ReplaceAll(name, " ", "-")
-		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
-		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
-		b.ReportMetric(float64(rp)/float64(cp), metric+"-ratio")
-	}
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
-		float64(idle["rkt"])/float64(idle["containerd"]))
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
-		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
-	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
-	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
-	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
+	return podPSS
 }
 
 // lifecycleRound runs a pod with a container through its whole life,

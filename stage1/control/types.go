@@ -13,6 +13,7 @@ import (
 // Operations of the control protocol.
 const (
 	OpStart    = "start"
+	OpPrestart = "prestart"
 	OpStop     = "stop"
 	OpRemove   = "remove"
 	OpStatus   = "status"
