@@ -176,6 +176,15 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		{name: "containerd", c: cd.client(b), ep: "unix://" + cd.Socket, pid: cd.Pid(), podPSS: containerdPodPSS,
 			cgroupParent: cd.cgroupParent},
 	}
+	// RKT_BENCH_BASE=dir adds the rkt and stage1 of dir (another build) as
+	// a third peer, rkt-base, measured in the same rounds.
+	if base := os.Getenv("RKT_BENCH_BASE"); base != "" {
+		benv := testutil.NewEnv(b)
+		bsvc := startCRIServiceOf(b, benv, filepath.Join(base, "rkt"), filepath.Join(base, "stage1"), "--log-level=warn")
+		bp := &peer{name: "rkt-base", c: dialCRI(b, bsvc), ep: bsvc.Endpoint, pid: bsvc.cmd.Process.Pid, podPSS: rktPodPSS}
+		peers = append(peers, bp)
+		b.Cleanup(func() { removeAllPods(b, bp.c) })
+	}
 	ctx := context.Background()
 	for _, p := range peers {
 		r, err := p.c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
@@ -189,7 +198,10 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		idle[p.name] = smapsKB(p.pid, "Rss")
 	}
 	logDir := b.TempDir()
-	lat := map[string]latencies{"rkt": {}, "containerd": {}}
+	lat := map[string]latencies{}
+	for _, p := range peers {
+		lat[p.name] = latencies{}
+	}
 
 	// the lifecycle, one round on each in turn
 	for i := 0; i < 20 && only == ""; i++ {
@@ -226,7 +238,13 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 
 	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
-	fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
+	_, withBase := lat["rkt-base"]
+	if withBase {
+		fmt.Printf("  %-26s %17s %17s %12s %17s %12s %10s\n", "call", "containerd", "rkt", "rkt/ctrd p50",
+			"rkt-base", "base/ctrd", "rkt/base")
+	} else {
+		fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
+	}
 	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
 		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
 		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
@@ -236,8 +254,13 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			continue
 		}
 		rp, cp := percentile(r, 50), percentile(c, 50)
-		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f\n", name, ms(cp), ms(percentile(c, 99)),
+		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f", name, ms(cp), ms(percentile(c, 99)),
 			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
+		if bl := lat["rkt-base"][name]; len(bl) > 0 {
+			bp := percentile(bl, 50)
+			fmt.Printf(" %8.2f %8.2f %12.2f %10.2f", ms(bp), ms(percentile(bl, 99)), float64(bp)/float64(cp), float64(rp)/float64(bp))
+		}
+		fmt.Println()
 		metric := strings.ReplaceAll(name, " ", "-")
 		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
 		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
