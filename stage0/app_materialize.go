@@ -13,13 +13,18 @@ import (
 // materializeApp mounts the app's rootfs and writes its runtime spec for the
 // pod's current (final) directory.
 func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) error {
-	idx := appIndex(pm, name)
-	if idx < 0 {
-		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
-	}
 	rec, err := readAppRecord(p, name)
 	if err != nil {
 		return err
+	}
+	return r.materializeRecord(p, pm, name, rec)
+}
+
+// materializeRecord is materializeApp with the app's record given.
+func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord) error {
+	idx := appIndex(pm, name)
+	if idx < 0 {
+		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
 	}
 	dir := p.appDir(name)
 	if err := mountAppRootfs(p, pm, dir, rec.Image.Layers); err != nil {

@@ -179,7 +179,7 @@ func (a *app) start() (retErr error) {
 			a.saveStatus()
 		}
 	}()
-	pre, prestarted := a.pre, a.pre != nil
+	pre, wasPrestarted := a.pre, a.pre != nil
 	a.pre = nil
 	if pre != nil {
 		if err := pre.ctr.Exec(); err != nil {
@@ -205,7 +205,7 @@ func (a *app) start() (retErr error) {
 		pre.lw.Close()
 		return fmt.Errorf("cannot set up stdio of app %q: %w", a.name, err)
 	}
-	slog.Debug("app run", "app", a.name, "prestarted", prestarted, "after", time.Since(t0))
+	slog.Debug("app run", "app", a.name, "prestarted", wasPrestarted, "after", time.Since(t0))
 	pid, _ := pre.p.Pid()
 	a.container, a.process, a.log = pre.ctr, pre.p, pre.lw
 	a.status.State = schema.AppRunning

@@ -75,17 +75,21 @@ func (sv *supervisor) startApp(name string) error {
 }
 
 // prestartApp creates the app's container in the background, its process
-// to be run by startApp. The app stays locked until its container is
+// to be run by startApp. The app need not be in the pod manifest yet (stage0
+// writes it meanwhile). The app stays locked until its container is
 // created, so that a start waits for it.
-func (sv *supervisor) prestartApp(name string) error {
-	a, err := sv.lookup(name)
-	if err != nil {
-		return err
+func (sv *supervisor) prestartApp(am *schema.App) error {
+	if am.Name == "" {
+		return errInvalid("no app name")
 	}
-	am, err := sv.manifestApp(name)
-	if err != nil {
-		return err
+	sv.mu.Lock()
+	a, ok := sv.apps[am.Name]
+	if !ok {
+		a = &app{sv: sv, name: am.Name, manifest: *am,
+			status: schema.AppStatus{Name: am.Name, State: schema.AppCreated, CreatedAt: am.CreatedAt}}
+		sv.apps[am.Name] = a
 	}
+	sv.mu.Unlock()
 	a.mu.Lock()
 	sv.mu.Lock()
 	stopping := sv.stopping

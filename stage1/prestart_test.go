@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/pkg/schema"
-	"github.com/rkt/rkt/stage1/control"
 )
 
 // appPids lists the processes in the app's cgroup.
@@ -23,6 +22,17 @@ func (p *testPod) appPids(app string) []int {
 		p.t.Fatal(err)
 	}
 	return pids
+}
+
+// app returns the manifest of an app of the pod.
+func (p *testPod) app(name string) *schema.App {
+	for i := range p.manifest.Apps {
+		if p.manifest.Apps[i].Name == name {
+			return &p.manifest.Apps[i]
+		}
+	}
+	p.t.Fatalf("no app %q", name)
+	return nil
 }
 
 // TestPrestart: a prestarted app is created, its container's init waiting
@@ -40,16 +50,12 @@ func TestPrestart(t *testing.T) {
 	p.addApp("left", schema.App{}, []string{"sleep", "1000"}, nil)
 	apps := []string{"pipes", "tty", "removed", "left"}
 	for _, a := range apps {
-		if err := c.PrestartApp(ctx(t), a); err != nil {
+		if err := c.PrestartApp(ctx(t), p.app(a)); err != nil {
 			t.Fatalf("prestart %s: %v", a, err)
 		}
 	}
-	// a second prestart, and one of an unknown app
-	if err := c.PrestartApp(ctx(t), "pipes"); err != nil {
+	if err := c.PrestartApp(ctx(t), p.app("pipes")); err != nil {
 		t.Errorf("second prestart: %v", err)
-	}
-	if err := c.PrestartApp(ctx(t), "nope"); !errorsIs(err, control.ErrAppNotFound) {
-		t.Errorf("prestart of an unknown app: %v", err)
 	}
 	sts, err := c.Status(ctx(t)) // waits for the prestarts
 	if err != nil || len(sts) != len(apps) {
@@ -72,6 +78,21 @@ func TestPrestart(t *testing.T) {
 		}
 	}
 	p.waitLog("pipes", "stdout F started")
+	// an app prestarted before it is in the pod manifest (stage0 writes
+	// the manifest while the container is created)
+	p.addApp("late", schema.App{}, []string{"sh", "-c", "echo late; exec sleep 1000"}, nil)
+	late := *p.app("late")
+	p.manifest.Apps = p.manifest.Apps[:len(p.manifest.Apps)-1]
+	p.writeManifest()
+	if err := c.PrestartApp(ctx(t), &late); err != nil {
+		t.Fatal(err)
+	}
+	p.manifest.Apps = append(p.manifest.Apps, late)
+	p.writeManifest()
+	if err := c.StartApp(ctx(t), "late"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog("late", "stdout F late")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(schema.PodDir(p.dir).App("tty").DefaultLog())
@@ -83,7 +104,7 @@ func TestPrestart(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, a := range []string{"pipes", "tty"} {
+	for _, a := range []string{"pipes", "tty", "late"} {
 		if st := p.status(a); st.State != schema.AppRunning || st.Pid == 0 {
 			t.Errorf("started app %s: %+v", a, st)
 		}
@@ -112,7 +133,7 @@ func TestPrestartFailure(t *testing.T) {
 	if err := os.WriteFile(schema.PodDir(p.dir).App("broken").Spec(), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.client.PrestartApp(ctx(t), "broken"); err != nil {
+	if err := p.client.PrestartApp(ctx(t), p.app("broken")); err != nil {
 		t.Fatalf("prestart: %v", err)
 	}
 	if err := p.client.StartApp(ctx(t), "broken"); err == nil || !strings.Contains(err.Error(), "cannot parse spec") {

@@ -135,10 +135,12 @@ func (c *Client) StartApp(ctx context.Context, name string) error {
 }
 
 // PrestartApp asks the supervisor to create the app's container now, in
-// the background: a later StartApp then only runs its process. It returns
-// at once; a failure shows at StartApp, which creates the container anew.
-func (c *Client) PrestartApp(ctx context.Context, name string) error {
-	_, err := c.call(ctx, &Request{Op: OpPrestart, App: name})
+// the background: a later StartApp then only runs its process. The app's
+// files must be written, but it need not be in the pod manifest yet (its
+// manifest is sent). It returns at once; a failure shows at StartApp, which
+// creates the container anew.
+func (c *Client) PrestartApp(ctx context.Context, app *schema.App) error {
+	_, err := c.call(ctx, &Request{Op: OpPrestart, App: app.Name, Manifest: app})
 	return err
 }
 

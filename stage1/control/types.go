@@ -54,6 +54,7 @@ type Request struct {
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
 	Exec      *ExecSpec             `json:"exec,omitempty"`
 	Attach    *AttachSpec           `json:"attach,omitempty"`
+	Manifest  *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
 }
 
 // ExecSpec is the process part of an exec request.
