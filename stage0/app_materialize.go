@@ -17,11 +17,12 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	if err != nil {
 		return err
 	}
-	return r.materializeRecord(p, pm, name, rec)
+	return r.materializeRecord(p, pm, name, rec, true)
 }
 
-// materializeRecord is materializeApp with the app's record given.
-func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord) error {
+// materializeRecord is materializeApp with the app's record given; with
+// durable false the spec is written without fsync (the caller syncs it).
+func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord, durable bool) error {
 	idx := appIndex(pm, name)
 	if idx < 0 {
 		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
@@ -57,7 +58,7 @@ func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string,
 		return err
 	}
 	spec.Linux.Resources = r.withoutMissingHugetlb(spec.Linux.Resources)
-	if err := writeJSONAtomic(dir.Spec(), spec, fileperm.Private); err != nil {
+	if err := writeJSON(dir.Spec(), spec, fileperm.Private, durable); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -75,8 +76,9 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	}
 	name := na.app.Name
 	// The rootfs and spec come first, so that the supervisor creates the
-	// container (Prestart) while the records are written.
-	if err := r.materializeRecord(p, na.pm, name, &na.rec); err != nil {
+	// container (Prestart) while the spec and the records are synced and
+	// written; the records' directory sync covers the spec's rename.
+	if err := r.materializeRecord(p, na.pm, name, &na.rec, false); err != nil {
 		r.removeAppDir(p, name)
 		return "", err
 	}
@@ -84,7 +86,11 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if opts.Prestart {
 		c = r.prestartApp(ctx, p, &na.app)
 	}
-	if err := na.commit(p); err != nil {
+	err = fileperm.SyncFile(p.appDir(name).Spec())
+	if err == nil {
+		err = na.commit(p)
+	}
+	if err != nil {
 		if c != nil {
 			if rerr := c.RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
 				r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", rerr)

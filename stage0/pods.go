@@ -261,6 +261,11 @@ func (p *pod) appDir(name string) schema.AppDir { return p.layout().App(name) }
 // Small documents are indented for people; large ones (a CRI config with
 // 100k env entries) stay compact, as indenting would double the cost.
 func writeJSONAtomic(path string, v any, c fileperm.Class) error {
+	return writeJSON(path, v, c, true)
+}
+
+// writeJSON is writeJSONAtomic, durable (fsync) or not.
+func writeJSON(path string, v any, c fileperm.Class, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("cannot encode %q: %w", path, err)
@@ -270,6 +275,9 @@ func writeJSONAtomic(path string, v any, c fileperm.Class) error {
 		if json.Indent(&buf, b, "", "  ") == nil {
 			b = buf.Bytes()
 		}
+	}
+	if !durable {
+		return fileperm.WriteFileVolatile(path, append(b, '\n'), c)
 	}
 	return fileperm.WriteFile(path, append(b, '\n'), c)
 }
