@@ -158,8 +158,10 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		level = "debug"
 	}
 	svc := startCRIService(b, env, "--log-level="+level)
+	dataDirs := map[string]string{} // stage1 logs to keep: file -> data dir
 	if keep != "" {
 		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+		dataDirs[keep+".stage1"] = env.DataDir
 	}
 	only := os.Getenv("RKT_BENCH_ONLY")
 	crictlRounds := 10
@@ -177,13 +179,18 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			cgroupParent: cd.cgroupParent},
 	}
 	// RKT_BENCH_BASE=dir adds the rkt and stage1 of dir (another build) as
-	// a third peer, rkt-base, measured in the same rounds.
+	// a third peer, rkt-base, measured in the same rounds (its logs, with
+	// RKT_BENCH_SVC_LOG, in file.base and file.base.stage1).
 	if base := os.Getenv("RKT_BENCH_BASE"); base != "" {
 		benv := testutil.NewEnv(b)
-		bsvc := startCRIServiceOf(b, benv, filepath.Join(base, "rkt"), filepath.Join(base, "stage1"), "--log-level=warn")
+		bsvc := startCRIServiceOf(b, benv, filepath.Join(base, "rkt"), filepath.Join(base, "stage1"), "--log-level="+level)
 		bp := &peer{name: "rkt-base", c: dialCRI(b, bsvc), ep: bsvc.Endpoint, pid: bsvc.cmd.Process.Pid, podPSS: rktPodPSS}
 		peers = append(peers, bp)
 		b.Cleanup(func() { removeAllPods(b, bp.c) })
+		if keep != "" {
+			b.Cleanup(func() { os.WriteFile(keep+".base", []byte(bsvc.Log()), 0o644) })
+			dataDirs[keep+".base.stage1"] = benv.DataDir
+		}
 	}
 	ctx := context.Background()
 	for _, p := range peers {
@@ -218,14 +225,14 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			}))
 		}
 	}
-	if keep != "" { // and the pods' stage1 logs, before they go
-		logs, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "run", "*", "stage1.log"))
+	for file, dir := range dataDirs { // the pods' stage1 logs, before they go
+		logs, _ := filepath.Glob(filepath.Join(dir, "pods", "run", "*", "stage1.log"))
 		var all []byte
 		for _, l := range logs {
 			bs, _ := os.ReadFile(l)
 			all = append(all, bs...)
 		}
-		os.WriteFile(keep+".stage1", all, 0o644)
+		os.WriteFile(file, all, 0o644)
 	}
 	for _, p := range peers {
 		removeAllPods(b, p.c)
