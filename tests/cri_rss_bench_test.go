@@ -96,7 +96,6 @@ func BenchmarkServiceRSS(b *testing.B) {
 
 	time.Sleep(time.Second)
 	idle := readRSSParts(pid, exe)
-	b.Logf("idle: %v", idle)
 
 	var pods, ctrs []string
 	for i := 0; i < 10; i++ {
@@ -120,7 +119,10 @@ func BenchmarkServiceRSS(b *testing.B) {
 				return err
 			},
 			func() error { _, err := c.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{}); return err },
-			func() error { _, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{}); return err },
+			func() error {
+				_, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+				return err
+			},
 			func() error { _, err := c.Status(ctx, &runtimeapi.StatusRequest{}); return err },
 		} {
 			must(b, "CRI call", call())
@@ -129,11 +131,6 @@ func BenchmarkServiceRSS(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	after := readRSSParts(pid, exe)
 
-	if h := os.Getenv("HOLD"); h != "" {
-		os.WriteFile("/tmp/svcrss/hold.pid", []byte(strconv.Itoa(pid)), 0o644)
-		d, _ := time.ParseDuration(h)
-		time.Sleep(d)
-	}
 	fmt.Printf("BenchmarkServiceRSS: kubelet-service (%s)\n", exe)
 	fmt.Printf("  idle after start and pull  %v\n", idle)
 	fmt.Printf("  idle at 10 pods            %v\n", at10)
