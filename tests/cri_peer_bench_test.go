@@ -136,8 +136,9 @@ func (p *peer) runPod(t testing.TB, name, logDir string) (string, string) {
 // side by side in one run, their calls interleaved so that the machine's
 // drift hits both: the pod and container lifecycle per RPC (p50 of 20
 // rounds), crictl runp+create+start as processes, List*/Status at 10
-// running pods, the daemon's idle RSS and each pod's own memory (PSS of
-// rkt's supervisor and namespace holder; of containerd's shim and pause).
+// running pods, the daemon's RSS (idle, and at 10 pods after the calls)
+// and each pod's own memory (PSS of rkt's supervisor and namespace
+// holder; of containerd's shim and pause).
 // It prints one table with the ratio rkt/containerd. Skipped when
 // containerd is not installed (make bench installs it).
 func BenchmarkCRIVsContainerd(b *testing.B) {
@@ -239,9 +240,9 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 	time.Sleep(time.Second) // let the exits of the removed pods settle
 
-	podPSS := map[string]int{}
+	podPSS, busy := map[string]int{}, map[string]int{}
 	if only == "" {
-		podPSS = measureTenPods(b, peers, lat, logDir)
+		podPSS, busy = measureTenPods(b, peers, lat, logDir)
 	}
 
 	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
@@ -278,16 +279,20 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
 		float64(idle["rkt"])/float64(idle["containerd"]))
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon RSS, 10 pods (KiB)", busy["containerd"], busy["rkt"],
+		float64(busy["rkt"])/float64(busy["containerd"]))
 	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
 		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
 	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
+	b.ReportMetric(float64(busy["rkt"])/1024, "rkt-10pods-rss-MiB")
 	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
 	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
 }
 
 // measureTenPods times the List/Status/Stats calls at 10 running pods of
-// each peer and returns each peer's mean per-pod PSS (KiB).
-func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir string) map[string]int {
+// each peer and returns each peer's mean per-pod PSS and its daemon's RSS
+// at 10 pods, the calls done (KiB).
+func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir string) (map[string]int, map[string]int) {
 	ctx := context.Background()
 	pods := map[string][]string{}
 	ctrs := map[string][]string{}
@@ -331,6 +336,11 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 			}))
 		}
 	}
+	time.Sleep(2 * time.Second)
+	busy := map[string]int{} // RSS at 10 pods, the calls done
+	for _, p := range peers {
+		busy[p.name] = smapsKB(p.pid, "Rss")
+	}
 	podPSS := map[string]int{}
 	for _, p := range peers {
 		sum := 0
@@ -339,7 +349,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 		}
 		podPSS[p.name] = sum / len(pods[p.name])
 	}
-	return podPSS
+	return podPSS, busy
 }
 
 // lifecycleRound runs a pod with a container through its whole life,
