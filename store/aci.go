@@ -182,10 +182,6 @@ func writeACILayer(path string, w io.Writer) error {
 		if !ok || strings.Trim(name, "/") == "" {
 			continue // the manifest, rootfs/ itself
 		}
-		if tarx.IsSparse(h) {
-			// a few bytes could stand for terabytes of layer
-			return fmt.Errorf("ACI %q: %q: %w: %w", path, h.Name, tarx.ErrSparse, ErrUnsupportedACI)
-		}
 		h.Name = name
 		if h.Typeflag == tar.TypeLink {
 			link, ok := strings.CutPrefix(cleanACIPath(h.Linkname), "rootfs/")
@@ -193,6 +189,11 @@ func writeACILayer(path string, w io.Writer) error {
 				return fmt.Errorf("ACI %q: hard link %q points outside rootfs/: %w", path, h.Name, ErrUnsupportedACI)
 			}
 			h.Linkname = link
+		}
+		// what the layer's extraction would refuse (a sparse entry: a few
+		// bytes could stand for terabytes), refused here
+		if err := tarx.CheckHeader(h); err != nil {
+			return fmt.Errorf("ACI %q: %w: %w", path, err, ErrUnsupportedACI)
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("cannot convert ACI %q: %w", path, err)
