@@ -297,35 +297,53 @@ func ACIReference(m *ACIManifest) (string, error) {
 	return ref, nil
 }
 
+// maxACIChain bounds the ACIs that make up one image (one layer each).
+const maxACIChain = 128
+
 // aciChain returns the ACI files whose rootfs make up the image of the ACI
 // at path, lowest first: its dependencies (found by image ID through dep,
-// recursively), then itself.
-func aciChain(path string, m *ACIManifest, dep func(id string) (string, error), seen map[string]bool) ([]string, error) {
-	if len(m.PathWhitelist) > 0 {
-		return nil, fmt.Errorf("ACI %s has a path whitelist: %w", m.Name, ErrUnsupportedACI)
-	}
+// recursively; an ACI that several depend on comes once, below all of
+// them), then itself. A loop or more than maxACIChain ACIs is refused.
+func aciChain(path string, m *ACIManifest, dep func(id string) (string, error)) ([]string, error) {
 	var chain []string
-	for _, d := range m.Dependencies {
-		if d.ImageID == "" || dep == nil {
-			return nil, fmt.Errorf("ACI %s depends on %s by name only: %w", m.Name, d.ImageName, ErrUnsupportedACI)
+	visiting, done := map[string]bool{}, map[string]bool{}
+	var walk func(path string, m *ACIManifest) error
+	walk = func(path string, m *ACIManifest) error {
+		if len(m.PathWhitelist) > 0 {
+			return fmt.Errorf("ACI %s has a path whitelist: %w", m.Name, ErrUnsupportedACI)
 		}
-		if seen[d.ImageID] {
-			return nil, fmt.Errorf("ACI %s: dependency loop at %s: %w", m.Name, d.ImageID, ErrUnsupportedACI)
+		visiting[path] = true
+		for _, d := range m.Dependencies {
+			if d.ImageID == "" || dep == nil {
+				return fmt.Errorf("ACI %s depends on %s by name only: %w", m.Name, d.ImageName, ErrUnsupportedACI)
+			}
+			p, err := dep(d.ImageID)
+			if err != nil {
+				return fmt.Errorf("ACI %s: dependency %s (%s): %w", m.Name, d.ImageName, d.ImageID, err)
+			}
+			if visiting[p] {
+				return fmt.Errorf("ACI %s: dependency loop at %s: %w", m.Name, d.ImageID, ErrUnsupportedACI)
+			}
+			if done[p] {
+				continue
+			}
+			dm, err := ReadACIManifest(p)
+			if err != nil {
+				return err
+			}
+			if err := walk(p, dm); err != nil {
+				return err
+			}
 		}
-		seen[d.ImageID] = true
-		p, err := dep(d.ImageID)
-		if err != nil {
-			return nil, fmt.Errorf("ACI %s: dependency %s (%s): %w", m.Name, d.ImageName, d.ImageID, err)
+		visiting[path], done[path] = false, true
+		if len(chain) == maxACIChain {
+			return fmt.Errorf("ACI %s: more than %d ACIs in its dependency chain: %w", m.Name, maxACIChain, ErrUnsupportedACI)
 		}
-		dm, err := ReadACIManifest(p)
-		if err != nil {
-			return nil, err
-		}
-		sub, err := aciChain(p, dm, dep, seen)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, sub...)
+		chain = append(chain, path)
+		return nil
 	}
-	return append(chain, path), nil
+	if err := walk(path, m); err != nil {
+		return nil, err
+	}
+	return chain, nil
 }

@@ -39,7 +39,7 @@ func FuzzACI(f *testing.F) {
 		}
 		ACIReference(m)
 		ACIConfig(m)
-		aciChain(p, m, nil, map[string]bool{})
+		aciChain(p, m, nil)
 		writeACILayer(p, io.Discard)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rkt/rkt/pkg/tarx"
@@ -92,5 +93,67 @@ func TestOCIArchiveSparseRefused(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "blobs/sha256/big")); err == nil {
 		t.Errorf("the sparse entry was written: %d bytes", fi.Size())
+	}
+}
+
+// TestACIChainGraphs: dependency loops (only a dependency function that
+// is not content-addressed can make one) and chains longer than
+// maxACIChain are refused; an ACI that two others depend on comes once.
+func TestACIChainGraphs(t *testing.T) {
+	dir := t.TempDir()
+	// graph: name -> its dependencies (by name, as image IDs here)
+	write := func(graph map[string][]string) map[string]string {
+		paths := map[string]string{}
+		for n, deps := range graph {
+			m := aciManifest("example.com/"+n, "1", "/x")
+			var ds []map[string]any
+			for _, d := range deps {
+				ds = append(ds, map[string]any{"imageName": "example.com/" + d, "imageID": d})
+			}
+			m["dependencies"] = ds
+			p := filepath.Join(dir, n+".aci")
+			if err := os.WriteFile(p, aciBytes(t, m, nil), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			paths[n] = p
+		}
+		return paths
+	}
+	chain := func(paths map[string]string, top string) ([]string, error) {
+		m, err := ReadACIManifest(paths[top])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := aciChain(paths[top], m, func(id string) (string, error) { return paths[id], nil })
+		var names []string
+		for _, p := range got {
+			names = append(names, strings.TrimSuffix(filepath.Base(p), ".aci"))
+		}
+		return names, err
+	}
+
+	diamond := write(map[string][]string{"top": {"left", "right"}, "left": {"base"}, "right": {"base"}, "base": nil})
+	if got, err := chain(diamond, "top"); err != nil || strings.Join(got, " ") != "base left right top" {
+		t.Errorf("diamond: %v, %v", got, err)
+	}
+	for name, graph := range map[string]map[string][]string{
+		"self": {"a": {"a"}},
+		"loop": {"a": {"b"}, "b": {"c"}, "c": {"a"}},
+	} {
+		if got, err := chain(write(graph), "a"); !errors.Is(err, ErrUnsupportedACI) || !strings.Contains(err.Error(), "loop") {
+			t.Errorf("%s: %v, %v; want a loop refused", name, got, err)
+		}
+	}
+	long := map[string][]string{}
+	for i := 0; i <= maxACIChain; i++ {
+		long[fmt.Sprint("l", i)] = []string{fmt.Sprint("l", i+1)}
+	}
+	long[fmt.Sprint("l", maxACIChain)] = nil
+	if got, err := chain(write(long), "l0"); !errors.Is(err, ErrUnsupportedACI) {
+		t.Errorf("%d ACIs: %d, %v; want refused", maxACIChain+1, len(got), err)
+	}
+	delete(long, "l0")
+	if got, err := chain(write(long), "l1"); err != nil || len(got) != maxACIChain {
+		t.Errorf("%d ACIs: %d, %v", maxACIChain, len(got), err)
 	}
 }

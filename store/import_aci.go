@@ -34,7 +34,7 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 	if err != nil {
 		return nil, err
 	}
-	chain, err := aciChain(path, m, aopts.Dependency, map[string]bool{})
+	chain, err := aciChain(path, m, aopts.Dependency)
 	if err != nil {
 		return nil, err
 	}
