@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -69,4 +71,53 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("config file %q: %w", path, ErrTooLarge)
 	}
 	return b, nil
+}
+
+// WritableByOthers describes, one line each, what of the configuration
+// directory dir (itself, its sub-directories and their files, links
+// followed) a user other than root may change: the owner is not root, or
+// a group other than root's or anyone may write. Such a user sets what
+// root's rkt reads there (its data directory in paths.d, registries and
+// their credentials, networks), so is as trusted as root.
+func WritableByOthers(dir string) []string {
+	var out []string
+	check := func(p string) bool {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return false
+		}
+		switch {
+		case st.Uid != 0:
+			out = append(out, fmt.Sprintf("%s is owned by uid %d, not root", p, st.Uid))
+		case st.Mode&0o002 != 0:
+			out = append(out, fmt.Sprintf("%s is writable by every user", p))
+		case st.Mode&0o020 != 0 && st.Gid != 0:
+			out = append(out, fmt.Sprintf("%s is writable by group %s", p, groupName(st.Gid)))
+		}
+		return st.Mode&unix.S_IFMT == unix.S_IFDIR
+	}
+	if dir == "" || !check(dir) {
+		return out
+	}
+	subs, _ := os.ReadDir(dir)
+	for _, s := range subs {
+		p := filepath.Join(dir, s.Name())
+		if !check(p) {
+			continue
+		}
+		files, _ := os.ReadDir(p)
+		for _, f := range files {
+			check(filepath.Join(p, f.Name()))
+		}
+	}
+	return out
+}
+
+// groupName is "name (gid N)", or "gid N" when the group is unknown.
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil {
+		return g.Name + " (gid " + id + ")"
+	}
+	return "gid " + id
 }

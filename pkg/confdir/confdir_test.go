@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,54 @@ func TestReadFileRefusesNonFiles(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s: ReadFile blocks", filepath.Base(p))
 		}
+	}
+}
+
+// TestWritableByOthers: a configuration directory, sub-directory or file
+// that a user other than root may change is named.
+func TestWritableByOthers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files other owners")
+	}
+	dir := filepath.Join(t.TempDir(), "rkt")
+	for _, d := range []string{"paths.d", "net.d", "trustedkeys/prefix.d"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"paths.d/p.json", "net.d/n.conf", "trustedkeys/prefix.d/k"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := WritableByOthers(dir); len(got) != 0 {
+		t.Fatalf("root's 0755/0644: %q", got)
+	}
+	// rkt 1.x's /etc/rkt: 2775 root:rkt-admin; a file an admin made.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Chown(dir, 0, 65534))
+	must(os.Chmod(dir, 0o2775))
+	must(os.Chown(filepath.Join(dir, "paths.d/p.json"), 65534, 0))
+	must(os.Chmod(filepath.Join(dir, "net.d"), 0o757))
+	must(os.Chown(filepath.Join(dir, "trustedkeys/prefix.d/k"), 65534, 0)) // deeper: not read as config
+	got := WritableByOthers(dir)
+	want := []string{dir + " is writable by group", filepath.Join(dir, "net.d") + " is writable by every user", filepath.Join(dir, "paths.d/p.json") + " is owned by uid 65534"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %d notices", got, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("notice %d = %q, want %q...", i, got[i], want[i])
+		}
+	}
+	// a root-owned directory writable by root's group only is fine
+	must(os.Chown(dir, 0, 0))
+	if got := WritableByOthers(dir); len(got) != 2 {
+		t.Errorf("group root may write: %q", got)
 	}
 }
