@@ -29,6 +29,9 @@ import (
 // ErrUnsupportedACI marks an ACI this rkt cannot take as an image.
 var ErrUnsupportedACI = errors.New("unsupported ACI")
 
+// acIdentifierRe is what appc allows as an image name.
+var acIdentifierRe = regexp.MustCompile(`^[a-z0-9]+([-._~/][a-z0-9]+)*$`)
+
 // maxACIManifestSize bounds an ACI's manifest.
 const maxACIManifestSize = 1 << 20
 
@@ -144,6 +147,11 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		}
 		if m.ACKind != "ImageManifest" || m.Name == "" {
 			return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
+		}
+		// as rkt 1.x (appc) read it: the name is printed and logged, so
+		// no control characters
+		if !acIdentifierRe.MatchString(m.Name) {
+			return nil, fmt.Errorf("ACI %q: %q is not an image name (AC identifier): %w", path, m.Name, ErrUnsupportedACI)
 		}
 		return &m, nil
 	}

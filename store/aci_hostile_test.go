@@ -157,3 +157,26 @@ func TestACIChainGraphs(t *testing.T) {
 		t.Errorf("%d ACIs: %d, %v", maxACIChain, len(got), err)
 	}
 }
+
+// TestACINameChecked: an ACI's name is an AC identifier, as rkt 1.x
+// required; one with control characters (printed by rkt migrate, logged)
+// or upper case is refused.
+func TestACINameChecked(t *testing.T) {
+	dir := t.TempDir()
+	for name, ok := range map[string]bool{
+		"example.com/app-1_2~x": true, "busybox": true,
+		"evil\x1b]0;pwned\x07": false, "Example.com/App": false, "a//b": false, "/abs": false, "a b": false,
+	} {
+		p := filepath.Join(dir, "x.aci")
+		if err := os.WriteFile(p, aciBytes(t, aciManifest(name, "1", "/x"), nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadACIManifest(p)
+		if ok != (err == nil) || (!ok && !errors.Is(err, ErrUnsupportedACI)) {
+			t.Errorf("%q: %v, %v", name, m, err)
+		}
+		if err != nil && strings.ContainsAny(err.Error(), "\x1b\x07") {
+			t.Errorf("%q: the error carries control characters: %q", name, err)
+		}
+	}
+}
