@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,15 +170,26 @@ func cleanACIPath(name string) string {
 	}
 }
 
+// ErrACIKeyMismatch: an ACI of rkt 1.x's store is not what its key (half
+// a SHA-512 of its tar) says.
+var ErrACIKeyMismatch = errors.New("ACI does not match its key")
+
 // writeACILayer writes the rootfs of the ACI at path to w as a layer tar:
-// entries under rootfs/ with that prefix taken off, nothing else.
-func writeACILayer(path string, w io.Writer) error {
+// entries under rootfs/ with that prefix taken off, nothing else. With
+// key, the ACI's tar is checked against it (rkt 1.x's store names its
+// ACIs "sha512-" and the first 64 hex of the SHA-512 of their tar).
+func writeACILayer(path string, w io.Writer, key string) error {
 	rc, err := openACI(path)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	var r io.Reader = rc
+	h512 := sha512.New()
+	if key != "" {
+		r = io.TeeReader(rc, h512)
+	}
+	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
 	for {
 		h, err := tr.Next()
@@ -208,6 +221,14 @@ func writeACILayer(path string, w io.Writer) error {
 		}
 		if _, err := io.Copy(tw, tr); err != nil {
 			return fmt.Errorf("cannot convert ACI %q: %w", path, err)
+		}
+	}
+	if key != "" {
+		if _, err := io.Copy(io.Discard, r); err != nil { // what follows the end marker
+			return fmt.Errorf("cannot read ACI %q: %w", path, err)
+		}
+		if sum := "sha512-" + hex.EncodeToString(h512.Sum(nil))[:legacyKeyHex]; sum != key {
+			return fmt.Errorf("ACI %q: its tar is %s: %w", path, sum, ErrACIKeyMismatch)
 		}
 	}
 	if err := tw.Close(); err != nil {

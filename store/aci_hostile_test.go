@@ -180,3 +180,46 @@ func TestACINameChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyACIKeyChecked: an ACI of rkt 1.x's store whose tar is not what
+// its key says (changed after rkt 1.x stored it) is not imported, nor an
+// ACI that depends on it; the import fails (it is not skipped).
+func TestLegacyACIKeyChecked(t *testing.T) {
+	data := t.TempDir()
+	base := putLegacyACI(t, data, aciBytes(t, aciManifest("example.com/base", "1", "/x"), []entry{{name: "x", body: "original"}}))
+	app := aciManifest("example.com/app", "1", "/x")
+	app["dependencies"] = []map[string]any{{"imageName": "example.com/base", "imageID": base}}
+	appKey := putLegacyACI(t, data, aciBytes(t, app, nil))
+	good := putLegacyACI(t, data, aciBytes(t, aciManifest("example.com/good", "1", "/x"), nil))
+	basePath := filepath.Join(data, "cas", "blob", "sha512", base[7:9], base)
+	if err := os.WriteFile(basePath, aciBytes(t, aciManifest("example.com/base", "1", "/x"), []entry{{name: "x", body: "trojan"}}), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	l, err := FindLegacy(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ImportLegacy(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		switch r.Key {
+		case base, appKey:
+			if r.Image != nil || !errors.Is(r.Err, ErrACIKeyMismatch) {
+				t.Errorf("%s: image %v, error %v; want ErrACIKeyMismatch", r.Name, r.Image, r.Err)
+			}
+		case good:
+			if r.Image == nil {
+				t.Errorf("%s: %v %s", r.Name, r.Err, r.Skip)
+			}
+		}
+	}
+	if imgs, _ := s.ListImages(); len(imgs) != 1 {
+		t.Errorf("%d images, want 1", len(imgs))
+	}
+}

@@ -16,6 +16,9 @@ type ACIOptions struct {
 	// Dependency returns the path of the ACI that a dependency names by
 	// image ID ("sha512-..."); nil refuses ACIs with dependencies.
 	Dependency func(id string) (string, error)
+	// Key returns the key an ACI file must match (see writeACILayer), ""
+	// for none; nil checks none.
+	Key func(path string) string
 }
 
 // ImportACI stores the ACI (rkt 1.x's image format) at path as an image
@@ -48,7 +51,11 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 			os.Remove(tmp.Name())
 			tmp.Close() // after the removal: the lock keeps cleanTemp off it
 		}()
-		if err := writeACILayer(p, tmp); err != nil {
+		key := ""
+		if aopts.Key != nil {
+			key = aopts.Key(p)
+		}
+		if err := writeACILayer(p, tmp, key); err != nil {
 			return nil, err
 		}
 		l, err := tarball.LayerFromFile(tmp.Name())
