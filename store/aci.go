@@ -47,6 +47,8 @@ type ACIManifest struct {
 	Annotations   []aciKV  `json:"annotations,omitempty"`
 	Dependencies  []aciDep `json:"dependencies,omitempty"`
 	PathWhitelist []string `json:"pathWhitelist,omitempty"`
+
+	raw []byte // as read
 }
 
 type aciKV struct {
@@ -133,7 +135,7 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read ACI %q: %w", path, err)
 		}
-		if cleanACIPath(h.Name) != "manifest" || h.Typeflag != tar.TypeReg {
+		if !isACIManifest(h) {
 			continue
 		}
 		if h.Size > maxACIManifestSize {
@@ -143,20 +145,31 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the manifest of ACI %q: %w", path, err)
 		}
-		var m ACIManifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("cannot parse the manifest of ACI %q: %w", path, err)
-		}
-		if m.ACKind != "ImageManifest" || m.Name == "" {
-			return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
-		}
-		// as rkt 1.x (appc) read it: the name is printed and logged, so
-		// no control characters
-		if !acIdentifierRe.MatchString(m.Name) {
-			return nil, fmt.Errorf("ACI %q: %q is not an image name (AC identifier): %w", path, m.Name, ErrUnsupportedACI)
-		}
-		return &m, nil
+		return parseACIManifest(path, b)
 	}
+}
+
+// isACIManifest reports whether h is the entry of an ACI's manifest (the
+// first one counts).
+func isACIManifest(h *tar.Header) bool {
+	return cleanACIPath(h.Name) == "manifest" && h.Typeflag == tar.TypeReg
+}
+
+func parseACIManifest(path string, b []byte) (*ACIManifest, error) {
+	var m ACIManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("cannot parse the manifest of ACI %q: %w", path, err)
+	}
+	if m.ACKind != "ImageManifest" || m.Name == "" {
+		return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
+	}
+	// as rkt 1.x (appc) read it: the name is printed and logged, so no
+	// control characters
+	if !acIdentifierRe.MatchString(m.Name) {
+		return nil, fmt.Errorf("ACI %q: %q is not an image name (AC identifier): %w", path, m.Name, ErrUnsupportedACI)
+	}
+	m.raw = b
+	return &m, nil
 }
 
 // cleanACIPath strips "./" and "/" prefixes of a tar entry name.
@@ -174,11 +187,17 @@ func cleanACIPath(name string) string {
 // a SHA-512 of its tar) says.
 var ErrACIKeyMismatch = errors.New("ACI does not match its key")
 
+// ErrACIChanged: an ACI file changed between the reading of its manifest
+// and of its rootfs.
+var ErrACIChanged = errors.New("ACI changed while it was read")
+
 // writeACILayer writes the rootfs of the ACI at path to w as a layer tar:
-// entries under rootfs/ with that prefix taken off, nothing else. With
-// key, the ACI's tar is checked against it (rkt 1.x's store names its
-// ACIs "sha512-" and the first 64 hex of the SHA-512 of their tar).
-func writeACILayer(path string, w io.Writer, key string) error {
+// entries under rootfs/ with that prefix taken off, nothing else. Its
+// manifest must be m (as read before: the config and the dependencies
+// come from it). With key, the ACI's tar is checked against it (rkt 1.x's
+// store names its ACIs "sha512-" and the first 64 hex of the SHA-512 of
+// their tar).
+func writeACILayer(path string, m *ACIManifest, w io.Writer, key string) error {
 	rc, err := openACI(path)
 	if err != nil {
 		return err
@@ -191,6 +210,7 @@ func writeACILayer(path string, w io.Writer, key string) error {
 	}
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
+	sawManifest := false
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -198,6 +218,17 @@ func writeACILayer(path string, w io.Writer, key string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("cannot read ACI %q: %w", path, err)
+		}
+		if !sawManifest && isACIManifest(h) {
+			sawManifest = true
+			b, err := io.ReadAll(io.LimitReader(tr, maxACIManifestSize+1))
+			if err != nil {
+				return fmt.Errorf("cannot read the manifest of ACI %q: %w", path, err)
+			}
+			if !bytes.Equal(b, m.raw) {
+				return fmt.Errorf("ACI %q: its manifest: %w", path, ErrACIChanged)
+			}
+			continue
 		}
 		name, ok := strings.CutPrefix(cleanACIPath(h.Name), "rootfs/")
 		if !ok || strings.Trim(name, "/") == "" {
@@ -222,6 +253,9 @@ func writeACILayer(path string, w io.Writer, key string) error {
 		if _, err := io.Copy(tw, tr); err != nil {
 			return fmt.Errorf("cannot convert ACI %q: %w", path, err)
 		}
+	}
+	if !sawManifest {
+		return fmt.Errorf("ACI %q: its manifest is gone: %w", path, ErrACIChanged)
 	}
 	if key != "" {
 		if _, err := io.Copy(io.Discard, r); err != nil { // what follows the end marker
@@ -329,12 +363,18 @@ func ACIReference(m *ACIManifest) (string, error) {
 // maxACIChain bounds the ACIs that make up one image (one layer each).
 const maxACIChain = 128
 
-// aciChain returns the ACI files whose rootfs make up the image of the ACI
-// at path, lowest first: its dependencies (found by image ID through dep,
+// aciLink is an ACI of a dependency chain: its file and its manifest.
+type aciLink struct {
+	path string
+	m    *ACIManifest
+}
+
+// aciChain returns the ACIs whose rootfs make up the image of the ACI at
+// path, lowest first: its dependencies (found by image ID through dep,
 // recursively; an ACI that several depend on comes once, below all of
 // them), then itself. A loop or more than maxACIChain ACIs is refused.
-func aciChain(path string, m *ACIManifest, dep func(id string) (string, error)) ([]string, error) {
-	var chain []string
+func aciChain(path string, m *ACIManifest, dep func(id string) (string, error)) ([]aciLink, error) {
+	var chain []aciLink
 	visiting, done := map[string]bool{}, map[string]bool{}
 	var walk func(path string, m *ACIManifest) error
 	walk = func(path string, m *ACIManifest) error {
@@ -368,7 +408,7 @@ func aciChain(path string, m *ACIManifest, dep func(id string) (string, error)) 
 		if len(chain) == maxACIChain {
 			return fmt.Errorf("ACI %s: more than %d ACIs in its dependency chain: %w", m.Name, maxACIChain, ErrUnsupportedACI)
 		}
-		chain = append(chain, path)
+		chain = append(chain, aciLink{path, m})
 		return nil
 	}
 	if err := walk(path, m); err != nil {

@@ -62,7 +62,7 @@ func FuzzACI(f *testing.F) {
 			t.Fatal(err)
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writeACILayer(p, pw, "")) }()
+		go func() { pw.CloseWithError(writeACILayer(p, m, pw, "")) }()
 		err = tarx.Extract(pr, root, tarx.Options{})
 		pr.CloseWithError(errors.New("extraction ended"))
 		_ = err

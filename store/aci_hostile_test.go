@@ -3,6 +3,8 @@ package store
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -126,8 +128,8 @@ func TestACIChainGraphs(t *testing.T) {
 		}
 		got, err := aciChain(paths[top], m, func(id string) (string, error) { return paths[id], nil })
 		var names []string
-		for _, p := range got {
-			names = append(names, strings.TrimSuffix(filepath.Base(p), ".aci"))
+		for _, l := range got {
+			names = append(names, strings.TrimSuffix(filepath.Base(l.path), ".aci"))
 		}
 		return names, err
 	}
@@ -221,5 +223,51 @@ func TestLegacyACIKeyChecked(t *testing.T) {
 	}
 	if imgs, _ := s.ListImages(); len(imgs) != 1 {
 		t.Errorf("%d images, want 1", len(imgs))
+	}
+}
+
+// TestACIChangedWhileRead: the image config comes from the ACI that its
+// key vouches for, even when the file is swapped between the reading of
+// its manifest (the config, the dependencies) and of its rootfs (checked
+// against the key): here the manifest read first runs something else, and
+// the original is back when the rootfs is read.
+func TestACIChangedWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.aci")
+	if err := os.WriteFile(base, aciBytes(t, aciManifest("example.com/base", "1", "/x"), nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := aciManifest("example.com/top", "1", "/bin/app")
+	m["dependencies"] = []map[string]any{{"imageName": "example.com/base", "imageID": "base"}}
+	rootfs := []entry{{name: "bin", typ: tar.TypeDir}, {name: "bin/app", body: "app"}}
+	original := aciBytes(t, m, rootfs)
+	sum := sha512.Sum512(original)
+	key := "sha512-" + hex.EncodeToString(sum[:])[:64]
+	m["app"].(map[string]any)["exec"] = []string{"/bin/evil"}
+	top := filepath.Join(dir, key)
+	if err := os.WriteFile(top, aciBytes(t, m, rootfs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dep := func(id string) (string, error) {
+		if err := os.WriteFile(top, original, 0o644); err != nil { // the manifest was read
+			t.Fatal(err)
+		}
+		return base, nil
+	}
+	s := newStore(t)
+	img, err := s.ImportACI(context.Background(), top, ACIOptions{Dependency: dep, Key: func(p string) string {
+		if p == top {
+			return key
+		}
+		return ""
+	}}, FetchOptions{})
+	if !errors.Is(err, ErrACIChanged) {
+		t.Errorf("import: %v; want ErrACIChanged", err)
+		if img != nil {
+			t.Errorf("entrypoint %v", img.Config.Config.Entrypoint)
+		}
+	}
+	if imgs, _ := s.ListImages(); len(imgs) != 0 {
+		t.Errorf("%d images recorded", len(imgs))
 	}
 }

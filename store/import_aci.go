@@ -42,7 +42,8 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 		return nil, err
 	}
 	var layers []v1.Layer
-	for _, p := range chain {
+	for _, link := range chain {
+		p := link.path
 		tmp, err := s.newTempFile("aci")
 		if err != nil {
 			return nil, err
@@ -55,7 +56,7 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 		if aopts.Key != nil {
 			key = aopts.Key(p)
 		}
-		if err := writeACILayer(p, tmp, key); err != nil {
+		if err := writeACILayer(p, link.m, tmp, key); err != nil {
 			return nil, err
 		}
 		l, err := tarball.LayerFromFile(tmp.Name())
