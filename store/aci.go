@@ -30,8 +30,23 @@ import (
 // ErrUnsupportedACI marks an ACI this rkt cannot take as an image.
 var ErrUnsupportedACI = errors.New("unsupported ACI")
 
-// acIdentifierRe is what appc allows as an image name.
-var acIdentifierRe = regexp.MustCompile(`^[a-z0-9]+([-._~/][a-z0-9]+)*$`)
+// isACIdentifier reports whether s is what appc allows as an image name:
+// runs of [a-z0-9] joined by single characters of -._~/.
+func isACIdentifier(s string) bool {
+	prevSep := true // a separator may not lead
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9' || 'a' <= c && c <= 'z':
+			prevSep = false
+		case strings.IndexByte("-._~/", c) >= 0 && !prevSep:
+			prevSep = true
+		default:
+			return false
+		}
+	}
+	return !prevSep
+}
 
 // maxACIManifestSize bounds an ACI's manifest.
 const maxACIManifestSize = 1 << 20
@@ -164,7 +179,7 @@ func parseACIManifest(path string, b []byte) (*ACIManifest, error) {
 	}
 	// as rkt 1.x (appc) read it: the name is printed and logged, so no
 	// control characters
-	if !acIdentifierRe.MatchString(m.Name) {
+	if !isACIdentifier(m.Name) {
 		return nil, fmt.Errorf("ACI %q: %q is not an image name (AC identifier): %w", path, m.Name, ErrUnsupportedACI)
 	}
 	m.raw = b

@@ -271,3 +271,14 @@ func TestACIChangedWhileRead(t *testing.T) {
 		t.Errorf("%d images recorded", len(imgs))
 	}
 }
+
+func TestIsACIdentifier(t *testing.T) {
+	for s, want := range map[string]bool{
+		"example.com/app": true, "a": true, "a-b_c": true, "a~b/c.d-e": true,
+		"": false, "-a": false, "a-": false, "a--b": false, "A": false, "a\x1bb": false, "a/": false,
+	} {
+		if got := isACIdentifier(s); got != want {
+			t.Errorf("isACIdentifier(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
