@@ -163,7 +163,7 @@ FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
-	./store:FuzzACI
+	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

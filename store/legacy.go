@@ -126,6 +126,9 @@ func FindLegacy(dataDir string) (*Legacy, error) {
 	return l, nil
 }
 
+// legacyKey is the key of an ACI of rkt 1.x's store: its file name.
+func legacyKey(path string) string { return filepath.Base(path) }
+
 // path returns the ACI a dependency's image ID names ("sha512-" and at
 // least the 64 hex of a key).
 func (l *Legacy) path(id string) (string, error) {
@@ -169,7 +172,7 @@ func (s *Store) ImportLegacy(ctx context.Context, l *Legacy) ([]LegacyImport, er
 			r.Name, r.Skip = li.Manifest.Name, "a stage1 of rkt 1.x"
 		default:
 			r.Name = li.Manifest.Name
-			r.Image, r.Err = s.ImportACI(ctx, li.Path, ACIOptions{Dependency: l.path}, FetchOptions{})
+			r.Image, r.Err = s.ImportACI(ctx, li.Path, ACIOptions{Dependency: l.path, Key: legacyKey}, FetchOptions{})
 			if errors.Is(r.Err, ErrUnsupportedACI) {
 				r.Skip, r.Err = r.Err.Error(), nil
 			}
