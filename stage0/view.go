@@ -56,6 +56,13 @@ type podView struct {
 	// after mean the view's answers did not change
 	gen atomic.Uint64
 
+	// scanMu is held for a whole scan: a list waits for the scan in
+	// progress instead of answering without the pods it has not added yet
+	scanMu sync.Mutex
+	// scanning, if set, is called by a scan before it lists the disk
+	// (tests: to hold a scan in progress)
+	scanning func()
+
 	mu     sync.Mutex
 	pods   map[string]*viewEntry
 	wds    map[int32]string // watch -> pod uuid ("" for a state directory)
@@ -273,8 +280,10 @@ func (v *podView) changedAll() {
 }
 
 // scan adds the pods on disk the view does not know (at start and after
-// lost events).
+// lost events). A caller that finds a scan in progress waits for it.
 func (v *podView) scan() error {
+	v.scanMu.Lock()
+	defer v.scanMu.Unlock()
 	v.mu.Lock()
 	if !v.rescan {
 		v.mu.Unlock()
@@ -282,6 +291,9 @@ func (v *podView) scan() error {
 	}
 	v.rescan = false
 	v.mu.Unlock()
+	if v.scanning != nil {
+		v.scanning()
+	}
 	pods, err := v.r.allPods()
 	if err != nil {
 		v.mu.Lock()

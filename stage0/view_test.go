@@ -176,3 +176,59 @@ func TestViewGeneration(t *testing.T) {
 		t.Fatalf("generation %d unchanged after Prepare", gen)
 	}
 }
+
+// TestViewListWaitsForScan: a list made while another caller's scan (the
+// first, at start) is still reading the disk waits for it rather than
+// answering without the pods on disk. A restarted kubelet-service once
+// listed no sandbox while its stats loop held the first scan, and the
+// kubelet never stopped a pod it could not see.
+func TestViewListWaitsForScan(t *testing.T) {
+	dir := t.TempDir()
+	cli, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	uuid, err := cli.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := newPodView(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.close)
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := true
+	v.scanning = func() {
+		if first { // only the first scan is held; scanMu orders the calls
+			first = false
+			close(entered)
+			<-release
+		}
+	}
+	type listed struct {
+		pods []*PodStatus
+		err  error
+	}
+	lists := make(chan listed, 2)
+	list := func() {
+		pods, _, err := v.list()
+		lists <- listed{pods, err}
+	}
+	go list()
+	<-entered
+	go list()
+	select {
+	case l := <-lists:
+		t.Fatalf("a list answered %d pods (error %v) while the first scan was reading the disk; want it to wait", len(l.pods), l.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	for i := 0; i < 2; i++ {
+		l := <-lists
+		if l.err != nil || len(l.pods) != 1 || l.pods[0].UUID != uuid {
+			t.Fatalf("list %d = %v, %v; want pod %s", i, l.pods, l.err, uuid)
+		}
+	}
+}
