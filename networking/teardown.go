@@ -46,12 +46,23 @@ func save(podDir string, res *Result) error {
 // of the network namespace and of net-info.json. It is idempotent and works
 // on a pod whose Setup was interrupted or whose network configs changed or
 // vanished since. When a DEL fails, the namespace and net-info.json are kept
-// so that a later Teardown can retry.
+// so that a later Teardown can retry. After an interrupted Setup or
+// Teardown it first kills the plugins the dead stage0 left running.
 func Teardown(ctx context.Context, cfg Config, podDir string) error {
 	netnsPath := schema.PodDir(podDir).NetNS()
 	res, err := Load(podDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if res == nil || !res.Complete || res.TeardownStarted {
+		// an ADD or DEL may have been cut off with its stage0
+		uuid := filepath.Base(podDir)
+		if res != nil && res.UUID != "" {
+			uuid = res.UUID
+		}
+		if err := killOrphanedPlugins(ctx, uuid); err != nil {
+			return err
+		}
 	}
 	if res != nil && len(res.Networks) > 0 {
 		if err := delNetworks(ctx, cfg, podDir, res); err != nil {
