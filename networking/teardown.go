@@ -113,7 +113,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 	if err := save(podDir, res); err != nil {
 		return err
 	}
-	cni := newCNI(cfg)
+	cni, ex := newDelCNI(cfg)
 	var errs []error
 	for i := len(res.Networks) - 1; i >= 0; i-- {
 		n := &res.Networks[i]
@@ -130,8 +130,14 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
 		}
 	}
-	if sweep && len(errs) == 0 {
+	if (sweep || ex.tolerated()) && len(errs) == 0 {
 		if err := sweepIPTables(ctx, uuid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if ex.tolerated() && len(errs) == 0 {
+		// a DEL that stopped at something gone may not have reached its IPAM
+		if err := releaseReservations(cfg, uuid); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -144,7 +150,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 // delCachedAttachments runs CNI DEL for every attachment libcni cached for
 // the container ID uuid, in the namespace at netns.
 func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
-	cni := newCNI(cfg)
+	cni, ex := newDelCNI(cfg)
 	atts, err := cni.GetCachedAttachments(uuid)
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
@@ -158,6 +164,9 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 	}
 	if len(atts) > 0 && len(errs) == 0 {
 		errs = append(errs, sweepIPTables(ctx, uuid))
+	}
+	if ex.tolerated() && len(errs) == 0 {
+		errs = append(errs, releaseReservations(cfg, uuid))
 	}
 	return errors.Join(errs...)
 }
