@@ -33,9 +33,8 @@ func (c *criService) repairLoop(ctx context.Context) {
 
 // repair removes aborted prepares and interrupted deletions, releases the
 // network resources of vanished pods and the resources of pods cut off
-// while starting, and frees what failed or interrupted
-// pulls stored (no CRI call reaches it; the kubelet's image GC only sees
-// images).
+// while starting, and frees what failed or interrupted pulls stored (no
+// CRI call reaches it; the kubelet's image GC only sees images).
 func (c *criService) repair(ctx context.Context) {
 	c.repairPods(ctx)
 	res, err := c.store.SweepUnreferenced(ctx)
