@@ -69,6 +69,7 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
 	}
+	opts.Prestart = true // StartContainer follows
 	if err := c.addApp(ctx, s, opts, id); err != nil {
 		undo()
 		return nil, fmt.Errorf("cannot create container %q: %w", key, err)

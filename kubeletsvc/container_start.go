@@ -21,8 +21,10 @@ func (c *criService) StartContainer(ctx context.Context, r *runtimeapi.StartCont
 	if err := c.rt.StartApp(ctx, ct.sb.ID(), ct.app.App.Name); err != nil {
 		return nil, fmt.Errorf("cannot start container %s: %w", ct.id, err)
 	}
-	if now, err := c.getContainer(ctx, ct.id); err == nil {
-		c.emit(now, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	if c.events.subscribers() > 0 { // reading the container back reloads its pod
+		if now, err := c.getContainer(ctx, ct.id); err == nil {
+			c.emit(now, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+		}
 	}
 	return &runtimeapi.StartContainerResponse{}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/rkt/rkt/pkg/confdir"
 )
 
 // confExtensions are the file names of network configs in ConfDir.
@@ -48,9 +50,9 @@ func confFiles(dir string) ([]string, error) {
 // readConfList reads a config file as a conflist: a single plugin config
 // (.conf) is wrapped into a list of one.
 func readConfList(file string) (map[string]interface{}, error) {
-	data, err := os.ReadFile(file)
+	data, err := confdir.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read network config %q: %w", file, err)
+		return nil, fmt.Errorf("cannot read network config: %w", err)
 	}
 	raw := map[string]interface{}{}
 	if err := json.Unmarshal(data, &raw); err != nil {

@@ -8,7 +8,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/confdir"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -170,5 +174,24 @@ func TestResultHelpers(t *testing.T) {
 	var nilRes *Result
 	if nilRes.PodIPs() != nil {
 		t.Errorf("nil result has IPs")
+	}
+}
+
+// TestConfFIFORefused: a FIFO among the network configs fails the read at
+// once (it would block every pod's network setup).
+func TestConfFIFORefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "10-x.conflist")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := readConfList(p); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, confdir.ErrNotRegular) {
+			t.Errorf("readConfList: %v, want ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("readConfList blocks on a FIFO")
 	}
 }

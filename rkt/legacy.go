@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/rkt/rkt/pkg/confdir"
 	"github.com/rkt/rkt/pkg/rkt1conf"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
@@ -31,10 +32,23 @@ func logLegacy(logger *slog.Logger) {
 	for _, n := range rkt1conf.Unused(globals.SystemConfig, globals.LocalConfig) {
 		logger.Warn("configuration of rkt 1.x not used", "notice", n)
 	}
+	for _, n := range configWritable() {
+		logger.Warn("configuration writable by users other than root: they can set the data directory (paths.d), registries and credentials, networks", "notice", n)
+	}
 	present, imported := store.LegacyState(globals.Dir)
 	pods, _ := stage0.LegacyPods(globals.Dir)
 	if (present && !imported) || len(pods) > 0 {
 		logger.Warn("data of rkt 1.x found: its pods are not served and its images not imported until `rkt migrate` runs (see Documentation/upgrading.md)",
 			"dir", globals.Dir, "pods", len(pods), "imagesImported", imported)
 	}
+}
+
+// configWritable names what of the configuration directories users other
+// than root may change (rkt 1.x made /etc/rkt 2775 root:rkt-admin).
+func configWritable() []string {
+	var out []string
+	for _, d := range []string{globals.SystemConfig, globals.LocalConfig} {
+		out = append(out, confdir.WritableByOthers(d)...)
+	}
+	return out
 }

@@ -53,6 +53,9 @@ func runMigrate(ctx context.Context, w io.Writer, f migrateFlags) error {
 	for _, n := range rkt1conf.Unused(globals.SystemConfig, globals.LocalConfig) {
 		fmt.Fprintf(w, "config: %s\n", n)
 	}
+	for _, n := range configWritable() {
+		fmt.Fprintf(w, "config: %s: whoever may change it sets what root's rkt reads (data directory, registries and credentials, networks); trust them as root or take their write access away\n", n)
+	}
 	legacy, err := store.FindLegacy(globals.Dir)
 	if err != nil {
 		return err

@@ -13,13 +13,19 @@ import (
 // materializeApp mounts the app's rootfs and writes its runtime spec for the
 // pod's current (final) directory.
 func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) error {
-	idx := appIndex(pm, name)
-	if idx < 0 {
-		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
-	}
 	rec, err := readAppRecord(p, name)
 	if err != nil {
 		return err
+	}
+	return r.materializeRecord(p, pm, name, rec, true)
+}
+
+// materializeRecord is materializeApp with the app's record given; with
+// durable false the spec is written without fsync (the caller syncs it).
+func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord, durable bool) error {
+	idx := appIndex(pm, name)
+	if idx < 0 {
+		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
 	}
 	dir := p.appDir(name)
 	if err := mountAppRootfs(p, pm, dir, rec.Image.Layers); err != nil {
@@ -52,7 +58,7 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 		return err
 	}
 	spec.Linux.Resources = r.withoutMissingHugetlb(spec.Linux.Resources)
-	if err := writeJSONAtomic(dir.Spec(), spec, fileperm.Private); err != nil {
+	if err := writeJSON(dir.Spec(), spec, fileperm.Private, durable); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -69,15 +70,51 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 		return "", err
 	}
 	defer ml.Close()
-	pm, name, err := r.addAppRecord(ctx, p, opts)
+	na, err := r.newAppRecord(ctx, p, opts)
 	if err != nil {
 		return "", err
 	}
-	if err := r.materializeApp(p, pm, name); err != nil {
-		r.dropApp(p, name)
+	name := na.app.Name
+	// The rootfs and spec come first, so that the supervisor creates the
+	// container (Prestart) while the spec and the records are synced and
+	// written; the records' directory sync covers the spec's rename.
+	if err := r.materializeRecord(p, na.pm, name, &na.rec, false); err != nil {
+		r.removeAppDir(p, name)
+		return "", err
+	}
+	var c *control.Client
+	if opts.Prestart {
+		c = r.prestartApp(ctx, p, &na.app)
+	}
+	err = fileperm.SyncFile(p.appDir(name).Spec())
+	if err == nil {
+		err = na.commit(p)
+	}
+	if err != nil {
+		if c != nil {
+			if rerr := c.RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
+				r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", rerr)
+			}
+		}
+		r.removeAppDir(p, name)
 		return "", err
 	}
 	return name, nil
+}
+
+// prestartApp asks the supervisor to create the app's container now and
+// returns its client; a failure is only logged (nil client), as StartApp
+// creates the container then.
+func (r *Runtime) prestartApp(ctx context.Context, p *pod, app *schema.App) *control.Client {
+	c, err := control.Dial(p.dir)
+	if err == nil {
+		err = c.PrestartApp(ctx, app)
+	}
+	if err != nil {
+		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app.Name, "error", err)
+		return nil
+	}
+	return c
 }
 
 // dropApp removes an app from the manifest and deletes its directory. The

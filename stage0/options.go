@@ -110,6 +110,11 @@ type AppOptions struct {
 
 	LogPath     string            // CRI log file; empty: <app dir>/log
 	Annotations map[string]string // free-form metadata
+
+	// Prestart has AddApp create the app's container right away, in the
+	// background, so that StartApp only has to run its process (the CRI
+	// starts what it creates). Not recorded.
+	Prestart bool `json:"-"`
 }
 
 // Mount is a mount of a host path or a pod volume into an app.

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -37,7 +36,22 @@ type appRecord struct {
 	ImageVolumes map[int]Image `json:"imageVolumes,omitempty"` // by index in Options.Mounts
 }
 
-var appNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$`)
+// validAppName reports whether name is an app name: 1 to 253 of
+// [A-Za-z0-9_.-], the first alphanumeric. (Not a regexp: its bounded
+// repetition compiled to ~180 KiB of heap in every rkt process.)
+func validAppName(name string) bool {
+	if len(name) == 0 || len(name) > 253 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !alnum && (i == 0 || c != '_' && c != '.' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // createPod makes a new pod directory in prepare/, locked, with its
 // manifest (no apps yet).
@@ -51,7 +65,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		if uuid, err = NewUUID(); err != nil {
 			return nil, nil, nil, err
 		}
-	} else if !uuidRe.MatchString(uuid) {
+	} else if !isUUID(uuid) {
 		return nil, nil, nil, fmt.Errorf("invalid pod UUID %q: %w", opts.UUID, ErrInvalid)
 	}
 	if _, err := r.findPod(uuid); err == nil {
@@ -126,7 +140,7 @@ func checkNet(opts PodOptions) error {
 		return err
 	}
 	for _, v := range opts.Volumes {
-		if !appNameRe.MatchString(v.Name) {
+		if !validAppName(v.Name) {
 			return fmt.Errorf("invalid volume name %q: %w", v.Name, ErrInvalid)
 		}
 	}
@@ -163,27 +177,49 @@ func defaultAppName(image string) string {
 // addAppRecord resolves the app's image, creates its directory, records it
 // and appends it to the manifest. The caller holds the manifest lock.
 func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*schema.PodManifest, string, error) {
+	na, err := r.newAppRecord(ctx, p, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := na.commit(p); err != nil {
+		os.RemoveAll(string(p.appDir(na.app.Name)))
+		return nil, "", err
+	}
+	return na.pm, na.app.Name, nil
+}
+
+// newApp is an app being added: its directory exists, its files are not
+// written yet.
+type newApp struct {
+	rec appRecord
+	app schema.App
+	pm  *schema.PodManifest // the pod's manifest, with the app
+}
+
+// newAppRecord resolves the app's image, checks its name and creates its
+// directory. The caller holds the manifest lock.
+func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*newApp, error) {
 	if r.cfg.Images == nil {
-		return nil, "", errors.New("stage0: no image source configured")
+		return nil, errors.New("stage0: no image source configured")
 	}
 	if opts.Image == "" {
-		return nil, "", fmt.Errorf("app %q: no image given: %w", opts.Name, ErrInvalid)
+		return nil, fmt.Errorf("app %q: no image given: %w", opts.Name, ErrInvalid)
 	}
 	img, err := r.cfg.Images.AppImage(ctx, opts.Image)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot resolve image %q: %w", opts.Image, err)
+		return nil, fmt.Errorf("cannot resolve image %q: %w", opts.Image, err)
 	}
 	imgVols, err := r.resolveImageMounts(ctx, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	stopSignal, err := appStopSignal(opts.StopSignal, img)
 	if err != nil {
-		return nil, "", fmt.Errorf("app %q: %w", opts.Name, err)
+		return nil, fmt.Errorf("app %q: %w", opts.Name, err)
 	}
 	pm, err := p.readManifest()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	name := opts.Name
 	if name == "" {
@@ -193,11 +229,11 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 			name = fmt.Sprintf("%s-%d", base, i)
 		}
 	}
-	if !appNameRe.MatchString(name) {
-		return nil, "", fmt.Errorf("invalid app name %q: %w", name, ErrInvalid)
+	if !validAppName(name) {
+		return nil, fmt.Errorf("invalid app name %q: %w", name, ErrInvalid)
 	}
 	if appIndex(pm, name) >= 0 {
-		return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
+		return nil, fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
 	}
 	opts.Name = name
 	appDir := p.appDir(name)
@@ -205,21 +241,21 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 	if _, err := os.Lstat(dir); err == nil {
 		// not in the manifest: debris of an AddApp that was interrupted
 		if err := removePodDir(dir); err != nil {
-			return nil, "", fmt.Errorf("cannot clean up an interrupted add of app %q: %w", name, err)
+			return nil, fmt.Errorf("cannot clean up an interrupted add of app %q: %w", name, err)
 		}
 	}
 	if err := os.Mkdir(dir, fileperm.Shared.DirMode()); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, "", fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
+			return nil, fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppExists)
 		}
-		return nil, "", fmt.Errorf("cannot create app directory: %w", err)
+		return nil, fmt.Errorf("cannot create app directory: %w", err)
 	}
 	if err := fileperm.Apply(dir, fileperm.Shared); err != nil {
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, err
 	}
-	rec := appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}
-	app := schema.App{
+	na := &newApp{rec: appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}}
+	na.app = schema.App{
 		Name:        name,
 		Image:       schema.AppImage{Name: img.Name, ID: img.ID, Layers: img.Layers},
 		Annotations: copyMap(opts.Annotations),
@@ -230,20 +266,23 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		StopSignal:  stopSignal,
 		CreatedAt:   time.Now().UTC(),
 	}
-	if err := writeJSONAtomic(appDir.Record(), &rec, fileperm.Private); err != nil {
-		os.RemoveAll(dir)
-		return nil, "", fmt.Errorf("cannot record app %q: %w", name, err)
+	pm.Apps = append(pm.Apps, na.app)
+	na.pm = pm
+	return na, nil
+}
+
+// commit writes the app's record and manifest, then the pod manifest that
+// lists it (each durable before the next). The caller removes the app
+// directory on error.
+func (na *newApp) commit(p *pod) error {
+	appDir := p.appDir(na.app.Name)
+	if err := writeJSONAtomic(appDir.Record(), &na.rec, fileperm.Private); err != nil {
+		return fmt.Errorf("cannot record app %q: %w", na.app.Name, err)
 	}
-	if err := writeJSONAtomic(appDir.Manifest(), &app, fileperm.Shared); err != nil {
-		os.RemoveAll(dir)
-		return nil, "", fmt.Errorf("cannot write manifest of app %q: %w", name, err)
+	if err := writeJSONAtomic(appDir.Manifest(), &na.app, fileperm.Shared); err != nil {
+		return fmt.Errorf("cannot write manifest of app %q: %w", na.app.Name, err)
 	}
-	pm.Apps = append(pm.Apps, app)
-	if err := p.writeManifest(pm); err != nil {
-		os.RemoveAll(dir)
-		return nil, "", err
-	}
-	return pm, name, nil
+	return p.writeManifest(na.pm)
 }
 
 func appIndex(pm *schema.PodManifest, name string) int {

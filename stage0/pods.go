@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -37,7 +36,25 @@ type pod struct {
 	dir   string // <data>/pods/<state>/<uuid>
 }
 
-var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+// isUUID reports whether s is a UUID in lower-case hex, as pods are named.
+// (Not a regexp: compiled, the pattern held ~20 KiB of heap in every rkt
+// process.)
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
+			return false
+		}
+	}
+	return true
+}
 
 // NewUUID returns a random (version 4) UUID, as pods get: the CRI names
 // sandboxes by it before creating them.
@@ -89,7 +106,7 @@ func (r *Runtime) allPods() ([]*pod, error) {
 		}
 		for _, e := range entries {
 			// a pod being moved may show up twice: keep its first sighting
-			if !e.IsDir() || !uuidRe.MatchString(e.Name()) || seen[e.Name()] {
+			if !e.IsDir() || !isUUID(e.Name()) || seen[e.Name()] {
 				continue
 			}
 			if isLegacyPod(filepath.Join(r.stateDir(s), e.Name())) {
@@ -261,6 +278,11 @@ func (p *pod) appDir(name string) schema.AppDir { return p.layout().App(name) }
 // Small documents are indented for people; large ones (a CRI config with
 // 100k env entries) stay compact, as indenting would double the cost.
 func writeJSONAtomic(path string, v any, c fileperm.Class) error {
+	return writeJSON(path, v, c, true)
+}
+
+// writeJSON is writeJSONAtomic, durable (fsync) or not.
+func writeJSON(path string, v any, c fileperm.Class, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("cannot encode %q: %w", path, err)
@@ -270,6 +292,9 @@ func writeJSONAtomic(path string, v any, c fileperm.Class) error {
 		if json.Indent(&buf, b, "", "  ") == nil {
 			b = buf.Bytes()
 		}
+	}
+	if !durable {
+		return fileperm.WriteFileVolatile(path, append(b, '\n'), c)
 	}
 	return fileperm.WriteFile(path, append(b, '\n'), c)
 }

@@ -30,6 +30,7 @@ type app struct {
 	status    schema.AppStatus
 	container *libcontainer.Container
 	process   *libcontainer.Process
+	pre       *prestarted    // created, its process not run yet (prestart)
 	stdin     io.WriteCloser // the app's stdin pipe (or pty master), when App.Stdin
 	pty       *os.File       // pty master, when App.TTY
 	log       *LogWriter
@@ -67,7 +68,99 @@ func (a *app) saveStatus() {
 	}
 }
 
-// start creates the app's container and runs its process. a.mu must be held.
+// prestarted is an app's container whose init waits to run the app's
+// process: libcontainer's Start is done, its Exec is not.
+type prestarted struct {
+	ctr *libcontainer.Container
+	p   *libcontainer.Process
+	aio *appIO
+	lw  *LogWriter
+}
+
+// drop kills the waiting init and releases the container.
+func (pre *prestarted) drop() {
+	pre.ctr.Signal(sigKILL)
+	pre.p.Wait()
+	pre.aio.abort()
+	pre.lw.Close()
+	if err := pre.ctr.Destroy(); err != nil {
+		slog.Debug("destroying a prestarted container", "error", err)
+	}
+}
+
+// prestart creates the app's container up to its process (mounts,
+// namespaces, cgroup), so that start only has to run it; a.mu must be held.
+// A failure is only logged: start does it all again and reports the error.
+func (a *app) prestart() {
+	t0 := time.Now()
+	pre, err := a.create()
+	if err != nil {
+		slog.Debug("app prestart failed; start will retry", "app", a.name, "error", err)
+		return
+	}
+	a.pre = pre
+	slog.Debug("app prestarted", "app", a.name, "after", time.Since(t0))
+}
+
+// dropPrestarted releases a prestarted container; a.mu must be held.
+func (a *app) dropPrestarted() {
+	if a.pre != nil {
+		a.pre.drop()
+		a.pre = nil
+	}
+}
+
+// create loads the app's spec and creates its container, whose init then
+// waits (libcontainer's Start).
+func (a *app) create() (_ *prestarted, retErr error) {
+	spec, err := loadAppSpec(a.sv.podDir, a.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
+		return nil, err
+	}
+	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
+	if err != nil {
+		return nil, &codedError{control.CodeInvalid, err}
+	}
+	if err := validate.Validate(cfg); err != nil { // the request's fault, unlike Create's other errors
+		return nil, &codedError{control.CodeInvalid, fmt.Errorf("app %q: libcontainer refuses its config: %w", a.name, err)}
+	}
+	a.spec = spec // setupIO asks it for a terminal
+	a.destroyStale()
+	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create container of app %q: %w", a.name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			ctr.Destroy()
+		}
+	}()
+	lw, err := OpenLog(a.logPath())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			lw.Close()
+		}
+	}()
+	p := newProcess(spec.Process, true)
+	aio, err := a.setupIO(p, lw)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.sv.spawner.do(func() error { return ctr.Start(p) }); err != nil {
+		aio.abort()
+		return nil, fmt.Errorf("cannot start app %q: %w", a.name, err)
+	}
+	return &prestarted{ctr: ctr, p: p, aio: aio, lw: lw}, nil
+}
+
+// start runs the app's process in its container, prestarted or created
+// now. a.mu must be held.
 func (a *app) start() (retErr error) {
 	t0 := time.Now()
 	a.status = schema.AppStatus{Name: a.name, State: schema.AppCreated, CreatedAt: a.manifest.CreatedAt}
@@ -86,65 +179,41 @@ func (a *app) start() (retErr error) {
 			a.saveStatus()
 		}
 	}()
-	spec, err := loadAppSpec(a.sv.podDir, a.name)
-	if err != nil {
-		return err
-	}
-	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
-		return err
-	}
-	cfg, err := libcontainerConfig(a.name, spec, a.sv.systemd)
-	if err != nil {
-		return &codedError{control.CodeInvalid, err}
-	}
-	if err := validate.Validate(cfg); err != nil { // the request's fault, unlike Create's other errors
-		return &codedError{control.CodeInvalid, fmt.Errorf("app %q: libcontainer refuses its config: %w", a.name, err)}
-	}
-	a.spec = spec
-	a.destroyStale()
-	tSpec := time.Now()
-	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
-	if err != nil {
-		return fmt.Errorf("cannot create container of app %q: %w", a.name, err)
-	}
-	defer func() {
-		if retErr != nil {
-			ctr.Destroy()
+	pre, wasPrestarted := a.pre, a.pre != nil
+	a.pre = nil
+	if pre != nil {
+		if err := pre.ctr.Exec(); err != nil {
+			slog.Debug("prestarted app cannot run; starting it anew", "app", a.name, "error", err)
+			pre.drop()
+			pre = nil
 		}
-	}()
-	lw, err := OpenLog(a.logPath())
-	if err != nil {
-		return err
 	}
-	defer func() {
-		if retErr != nil {
-			lw.Close()
+	if pre == nil {
+		var err error
+		if pre, err = a.create(); err != nil {
+			return err
 		}
-	}()
-	p := newProcess(spec.Process, true)
-	aio, err := a.setupIO(p, lw)
-	if err != nil {
-		return err
+		if err := pre.ctr.Exec(); err != nil {
+			pre.drop()
+			return fmt.Errorf("cannot start app %q: %w", a.name, err)
+		}
 	}
-	tRun := time.Now()
-	if err := a.sv.spawner.do(func() error { return ctr.Run(p) }); err != nil {
-		aio.abort()
-		return fmt.Errorf("cannot start app %q: %w", a.name, err)
-	}
-	if err := aio.started(); err != nil {
-		ctr.Signal(sigKILL)
-		p.Wait()
+	if err := pre.aio.started(); err != nil {
+		pre.ctr.Signal(sigKILL)
+		pre.p.Wait()
+		pre.ctr.Destroy()
+		pre.lw.Close()
 		return fmt.Errorf("cannot set up stdio of app %q: %w", a.name, err)
 	}
-	slog.Debug("app run", "app", a.name, "spec", tSpec.Sub(t0), "createAndIO", tRun.Sub(tSpec), "run", time.Since(tRun))
-	pid, _ := p.Pid()
-	a.container, a.process, a.log = ctr, p, lw
+	slog.Debug("app run", "app", a.name, "prestarted", wasPrestarted, "after", time.Since(t0))
+	pid, _ := pre.p.Pid()
+	a.container, a.process, a.log = pre.ctr, pre.p, pre.lw
 	a.status.State = schema.AppRunning
 	a.status.Pid = pid
 	a.status.StartedAt = time.Now()
 	a.exited = make(chan struct{})
 	a.saveStatus()
-	go a.wait(aio)
+	go a.wait(pre.aio)
 	return nil
 }
 

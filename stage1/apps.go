@@ -74,6 +74,38 @@ func (sv *supervisor) startApp(name string) error {
 	return nil
 }
 
+// prestartApp creates the app's container in the background, its process
+// to be run by startApp. The app need not be in the pod manifest yet (stage0
+// writes it meanwhile). The app stays locked until its container is
+// created, so that a start waits for it.
+func (sv *supervisor) prestartApp(am *schema.App) error {
+	if am.Name == "" {
+		return errInvalid("no app name")
+	}
+	sv.mu.Lock()
+	a, ok := sv.apps[am.Name]
+	if !ok {
+		a = &app{sv: sv, name: am.Name, manifest: *am,
+			status: schema.AppStatus{Name: am.Name, State: schema.AppCreated, CreatedAt: am.CreatedAt}}
+		sv.apps[am.Name] = a
+	}
+	sv.mu.Unlock()
+	a.mu.Lock()
+	sv.mu.Lock()
+	stopping := sv.stopping
+	sv.mu.Unlock()
+	if stopping || a.running() || a.pre != nil || a.status.State != schema.AppCreated {
+		a.mu.Unlock()
+		return nil // nothing to prepare: start does what is needed
+	}
+	a.manifest = *am
+	go func() {
+		defer a.mu.Unlock()
+		a.prestart()
+	}()
+	return nil
+}
+
 // removeApp forgets a stopped app and destroys what is left of its container.
 func (sv *supervisor) removeApp(name string) error {
 	a, err := sv.lookup(name)
@@ -85,6 +117,7 @@ func (sv *supervisor) removeApp(name string) error {
 	if a.running() {
 		return errRunning(name)
 	}
+	a.dropPrestarted()
 	a.destroyStale()
 	sv.mu.Lock()
 	delete(sv.apps, name)

@@ -107,6 +107,11 @@ func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) err
 	switch req.Op {
 	case control.OpStart:
 		return sv.startApp(req.App)
+	case control.OpPrestart:
+		if req.Manifest == nil || req.Manifest.Name != req.App {
+			return errInvalid("prestart of %q without its manifest", req.App)
+		}
+		return sv.prestartApp(req.Manifest)
 	case control.OpStop:
 		a, err := sv.lookup(req.App)
 		if err != nil {

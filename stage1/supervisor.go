@@ -258,6 +258,9 @@ func (sv *supervisor) doCleanup() {
 	sv.mu.Unlock()
 	for _, a := range sv.snapshot() {
 		a.stop(0)
+		a.mu.Lock()
+		a.dropPrestarted()
+		a.mu.Unlock()
 	}
 	if sv.pidns != nil {
 		sv.pidns.stop()

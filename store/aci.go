@@ -5,12 +5,13 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -29,6 +30,24 @@ import (
 // ErrUnsupportedACI marks an ACI this rkt cannot take as an image.
 var ErrUnsupportedACI = errors.New("unsupported ACI")
 
+// isACIdentifier reports whether s is what appc allows as an image name:
+// runs of [a-z0-9] joined by single characters of -._~/.
+func isACIdentifier(s string) bool {
+	prevSep := true // a separator may not lead
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9' || 'a' <= c && c <= 'z':
+			prevSep = false
+		case strings.IndexByte("-._~/", c) >= 0 && !prevSep:
+			prevSep = true
+		default:
+			return false
+		}
+	}
+	return !prevSep
+}
+
 // maxACIManifestSize bounds an ACI's manifest.
 const maxACIManifestSize = 1 << 20
 
@@ -42,6 +61,8 @@ type ACIManifest struct {
 	Annotations   []aciKV  `json:"annotations,omitempty"`
 	Dependencies  []aciDep `json:"dependencies,omitempty"`
 	PathWhitelist []string `json:"pathWhitelist,omitempty"`
+
+	raw []byte // as read
 }
 
 type aciKV struct {
@@ -128,7 +149,7 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read ACI %q: %w", path, err)
 		}
-		if cleanACIPath(h.Name) != "manifest" || h.Typeflag != tar.TypeReg {
+		if !isACIManifest(h) {
 			continue
 		}
 		if h.Size > maxACIManifestSize {
@@ -138,15 +159,31 @@ func ReadACIManifest(path string) (*ACIManifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the manifest of ACI %q: %w", path, err)
 		}
-		var m ACIManifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("cannot parse the manifest of ACI %q: %w", path, err)
-		}
-		if m.ACKind != "ImageManifest" || m.Name == "" {
-			return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
-		}
-		return &m, nil
+		return parseACIManifest(path, b)
 	}
+}
+
+// isACIManifest reports whether h is the entry of an ACI's manifest (the
+// first one counts).
+func isACIManifest(h *tar.Header) bool {
+	return cleanACIPath(h.Name) == "manifest" && h.Typeflag == tar.TypeReg
+}
+
+func parseACIManifest(path string, b []byte) (*ACIManifest, error) {
+	var m ACIManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("cannot parse the manifest of ACI %q: %w", path, err)
+	}
+	if m.ACKind != "ImageManifest" || m.Name == "" {
+		return nil, fmt.Errorf("ACI %q: manifest of kind %q named %q: %w", path, m.ACKind, m.Name, ErrUnsupportedACI)
+	}
+	// as rkt 1.x (appc) read it: the name is printed and logged, so no
+	// control characters
+	if !isACIdentifier(m.Name) {
+		return nil, fmt.Errorf("ACI %q: %q is not an image name (AC identifier): %w", path, m.Name, ErrUnsupportedACI)
+	}
+	m.raw = b
+	return &m, nil
 }
 
 // cleanACIPath strips "./" and "/" prefixes of a tar entry name.
@@ -160,16 +197,34 @@ func cleanACIPath(name string) string {
 	}
 }
 
+// ErrACIKeyMismatch: an ACI of rkt 1.x's store is not what its key (half
+// a SHA-512 of its tar) says.
+var ErrACIKeyMismatch = errors.New("ACI does not match its key")
+
+// ErrACIChanged: an ACI file changed between the reading of its manifest
+// and of its rootfs.
+var ErrACIChanged = errors.New("ACI changed while it was read")
+
 // writeACILayer writes the rootfs of the ACI at path to w as a layer tar:
-// entries under rootfs/ with that prefix taken off, nothing else.
-func writeACILayer(path string, w io.Writer) error {
+// entries under rootfs/ with that prefix taken off, nothing else. Its
+// manifest must be m (as read before: the config and the dependencies
+// come from it). With key, the ACI's tar is checked against it (rkt 1.x's
+// store names its ACIs "sha512-" and the first 64 hex of the SHA-512 of
+// their tar).
+func writeACILayer(path string, m *ACIManifest, w io.Writer, key string) error {
 	rc, err := openACI(path)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	var r io.Reader = rc
+	h512 := sha512.New()
+	if key != "" {
+		r = io.TeeReader(rc, h512)
+	}
+	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
+	sawManifest := false
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -178,13 +233,20 @@ func writeACILayer(path string, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("cannot read ACI %q: %w", path, err)
 		}
+		if !sawManifest && isACIManifest(h) {
+			sawManifest = true
+			b, err := io.ReadAll(io.LimitReader(tr, maxACIManifestSize+1))
+			if err != nil {
+				return fmt.Errorf("cannot read the manifest of ACI %q: %w", path, err)
+			}
+			if !bytes.Equal(b, m.raw) {
+				return fmt.Errorf("ACI %q: its manifest: %w", path, ErrACIChanged)
+			}
+			continue
+		}
 		name, ok := strings.CutPrefix(cleanACIPath(h.Name), "rootfs/")
 		if !ok || strings.Trim(name, "/") == "" {
 			continue // the manifest, rootfs/ itself
-		}
-		if tarx.IsSparse(h) {
-			// a few bytes could stand for terabytes of layer
-			return fmt.Errorf("ACI %q: %q: %w: %w", path, h.Name, tarx.ErrSparse, ErrUnsupportedACI)
 		}
 		h.Name = name
 		if h.Typeflag == tar.TypeLink {
@@ -194,11 +256,27 @@ func writeACILayer(path string, w io.Writer) error {
 			}
 			h.Linkname = link
 		}
+		// what the layer's extraction would refuse (a sparse entry: a few
+		// bytes could stand for terabytes), refused here
+		if err := tarx.CheckHeader(h); err != nil {
+			return fmt.Errorf("ACI %q: %w: %w", path, err, ErrUnsupportedACI)
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("cannot convert ACI %q: %w", path, err)
 		}
 		if _, err := io.Copy(tw, tr); err != nil {
 			return fmt.Errorf("cannot convert ACI %q: %w", path, err)
+		}
+	}
+	if !sawManifest {
+		return fmt.Errorf("ACI %q: its manifest is gone: %w", path, ErrACIChanged)
+	}
+	if key != "" {
+		if _, err := io.Copy(io.Discard, r); err != nil { // what follows the end marker
+			return fmt.Errorf("cannot read ACI %q: %w", path, err)
+		}
+		if sum := "sha512-" + hex.EncodeToString(h512.Sum(nil))[:legacyKeyHex]; sum != key {
+			return fmt.Errorf("ACI %q: its tar is %s: %w", path, sum, ErrACIKeyMismatch)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -269,7 +347,13 @@ func ACIConfig(m *ACIManifest) *v1.ConfigFile {
 	return cfg
 }
 
-var tagBadChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+// tagChar maps a character a tag cannot hold to '_'.
+func tagChar(r rune) rune {
+	if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '.' || r == '-' {
+		return r
+	}
+	return '_'
+}
 
 // ACIReference is the name the store records an ACI under: its name and
 // version label ("latest" if none) as name:tag. A name whose first
@@ -281,7 +365,7 @@ func ACIReference(m *ACIManifest) (string, error) {
 	if !strings.ContainsAny(first, ".:") && first != "localhost" {
 		name = "localhost/" + name
 	}
-	tag := tagBadChars.ReplaceAllString(m.Label("version"), "_")
+	tag := strings.Map(tagChar, m.Label("version"))
 	tag = strings.TrimLeft(tag, ".-")
 	if len(tag) > 128 {
 		tag = tag[:128]
@@ -296,35 +380,59 @@ func ACIReference(m *ACIManifest) (string, error) {
 	return ref, nil
 }
 
-// aciChain returns the ACI files whose rootfs make up the image of the ACI
-// at path, lowest first: its dependencies (found by image ID through dep,
-// recursively), then itself.
-func aciChain(path string, m *ACIManifest, dep func(id string) (string, error), seen map[string]bool) ([]string, error) {
-	if len(m.PathWhitelist) > 0 {
-		return nil, fmt.Errorf("ACI %s has a path whitelist: %w", m.Name, ErrUnsupportedACI)
+// maxACIChain bounds the ACIs that make up one image (one layer each).
+const maxACIChain = 128
+
+// aciLink is an ACI of a dependency chain: its file and its manifest.
+type aciLink struct {
+	path string
+	m    *ACIManifest
+}
+
+// aciChain returns the ACIs whose rootfs make up the image of the ACI at
+// path, lowest first: its dependencies (found by image ID through dep,
+// recursively; an ACI that several depend on comes once, below all of
+// them), then itself. A loop or more than maxACIChain ACIs is refused.
+func aciChain(path string, m *ACIManifest, dep func(id string) (string, error)) ([]aciLink, error) {
+	var chain []aciLink
+	visiting, done := map[string]bool{}, map[string]bool{}
+	var walk func(path string, m *ACIManifest) error
+	walk = func(path string, m *ACIManifest) error {
+		if len(m.PathWhitelist) > 0 {
+			return fmt.Errorf("ACI %s has a path whitelist: %w", m.Name, ErrUnsupportedACI)
+		}
+		visiting[path] = true
+		for _, d := range m.Dependencies {
+			if d.ImageID == "" || dep == nil {
+				return fmt.Errorf("ACI %s depends on %s by name only: %w", m.Name, d.ImageName, ErrUnsupportedACI)
+			}
+			p, err := dep(d.ImageID)
+			if err != nil {
+				return fmt.Errorf("ACI %s: dependency %s (%s): %w", m.Name, d.ImageName, d.ImageID, err)
+			}
+			if visiting[p] {
+				return fmt.Errorf("ACI %s: dependency loop at %s: %w", m.Name, d.ImageID, ErrUnsupportedACI)
+			}
+			if done[p] {
+				continue
+			}
+			dm, err := ReadACIManifest(p)
+			if err != nil {
+				return err
+			}
+			if err := walk(p, dm); err != nil {
+				return err
+			}
+		}
+		visiting[path], done[path] = false, true
+		if len(chain) == maxACIChain {
+			return fmt.Errorf("ACI %s: more than %d ACIs in its dependency chain: %w", m.Name, maxACIChain, ErrUnsupportedACI)
+		}
+		chain = append(chain, aciLink{path, m})
+		return nil
 	}
-	var chain []string
-	for _, d := range m.Dependencies {
-		if d.ImageID == "" || dep == nil {
-			return nil, fmt.Errorf("ACI %s depends on %s by name only: %w", m.Name, d.ImageName, ErrUnsupportedACI)
-		}
-		if seen[d.ImageID] {
-			return nil, fmt.Errorf("ACI %s: dependency loop at %s: %w", m.Name, d.ImageID, ErrUnsupportedACI)
-		}
-		seen[d.ImageID] = true
-		p, err := dep(d.ImageID)
-		if err != nil {
-			return nil, fmt.Errorf("ACI %s: dependency %s (%s): %w", m.Name, d.ImageName, d.ImageID, err)
-		}
-		dm, err := ReadACIManifest(p)
-		if err != nil {
-			return nil, err
-		}
-		sub, err := aciChain(p, dm, dep, seen)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, sub...)
+	if err := walk(path, m); err != nil {
+		return nil, err
 	}
-	return append(chain, path), nil
+	return chain, nil
 }

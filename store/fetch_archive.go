@@ -13,6 +13,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/rkt/rkt/pkg/tarx"
 )
 
 // OCI layout annotations naming an image.
@@ -160,8 +162,9 @@ func normalizeNames(in []string) ([]string, error) {
 }
 
 // extractLayoutArchive unpacks the regular files of an OCI archive into dir.
-// Only regular files and directories are created, every name is confined
-// to dir, so a hostile archive cannot write elsewhere.
+// Only regular files and directories are created, from entries that
+// tarx.CheckHeader accepts, so a hostile archive cannot write elsewhere
+// nor expand a sparse entry.
 func extractLayoutArchive(path, dir string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -176,6 +179,9 @@ func extractLayoutArchive(path, dir string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("corrupt OCI archive %q: %w", path, err)
+		}
+		if err := tarx.CheckHeader(h); err != nil {
+			return fmt.Errorf("OCI archive %q: %w", path, err)
 		}
 		target := filepath.Join(dir, filepath.Clean("/"+h.Name))
 		switch h.Typeflag {

@@ -16,6 +16,9 @@ type ACIOptions struct {
 	// Dependency returns the path of the ACI that a dependency names by
 	// image ID ("sha512-..."); nil refuses ACIs with dependencies.
 	Dependency func(id string) (string, error)
+	// Key returns the key an ACI file must match (see writeACILayer), ""
+	// for none; nil checks none.
+	Key func(path string) string
 }
 
 // ImportACI stores the ACI (rkt 1.x's image format) at path as an image
@@ -34,12 +37,13 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 	if err != nil {
 		return nil, err
 	}
-	chain, err := aciChain(path, m, aopts.Dependency, map[string]bool{})
+	chain, err := aciChain(path, m, aopts.Dependency)
 	if err != nil {
 		return nil, err
 	}
 	var layers []v1.Layer
-	for _, p := range chain {
+	for _, link := range chain {
+		p := link.path
 		tmp, err := s.newTempFile("aci")
 		if err != nil {
 			return nil, err
@@ -48,7 +52,11 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 			os.Remove(tmp.Name())
 			tmp.Close() // after the removal: the lock keeps cleanTemp off it
 		}()
-		if err := writeACILayer(p, tmp); err != nil {
+		key := ""
+		if aopts.Key != nil {
+			key = aopts.Key(p)
+		}
+		if err := writeACILayer(p, link.m, tmp, key); err != nil {
 			return nil, err
 		}
 		l, err := tarball.LayerFromFile(tmp.Name())

@@ -188,7 +188,14 @@ func TestMarkUsedProtectsFromGC(t *testing.T) {
 	}
 	got, err := s.ResolveImage(img.ID)
 	if err != nil || time.Since(got.LastUsedAt) > time.Minute {
-		t.Errorf("LastUsedAt = %v, %v", got, err)
+		t.Fatalf("LastUsedAt = %v, %v", got, err)
+	}
+	// a use within markUsedStep of the last one is not written again
+	if err := s.MarkUsed(img.ID); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.ResolveImage(img.ID); err != nil || !again.LastUsedAt.Equal(got.LastUsedAt) {
+		t.Errorf("LastUsedAt after a second MarkUsed = %v (was %v), %v", again.LastUsedAt, got.LastUsedAt, err)
 	}
 	if err := s.MarkUsed("sha256:" + strings.Repeat("0", 64)); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("MarkUsed of a missing image: %v", err)

@@ -113,8 +113,28 @@ func (s *Store) ListImages() ([]*Image, error) {
 	return out, nil
 }
 
-// MarkUsed records that a pod uses the image now (for GC's grace period).
+// markUsedStep is how old LastUsedAt must be for MarkUsed to update it: a
+// write (two fdatasyncs) per container start is not worth a finer time for
+// GC grace periods counted in hours.
+const markUsedStep = time.Minute
+
+// MarkUsed records that a pod uses the image now (for GC's grace period),
+// to within markUsedStep.
 func (s *Store) MarkUsed(id string) error {
+	fresh := false
+	if err := s.view(func(tx *txn) error {
+		rec, err := tx.getImage(id)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return &NotFoundError{Ref: id}
+		}
+		fresh = time.Since(rec.LastUsedAt) < markUsedStep
+		return nil
+	}); err != nil || fresh {
+		return err
+	}
 	return s.update(func(tx *txn) error {
 		rec, err := tx.getImage(id)
 		if err != nil {

@@ -136,8 +136,9 @@ func (p *peer) runPod(t testing.TB, name, logDir string) (string, string) {
 // side by side in one run, their calls interleaved so that the machine's
 // drift hits both: the pod and container lifecycle per RPC (p50 of 20
 // rounds), crictl runp+create+start as processes, List*/Status at 10
-// running pods, the daemon's idle RSS and each pod's own memory (PSS of
-// rkt's supervisor and namespace holder; of containerd's shim and pause).
+// running pods, the daemon's RSS (idle, and at 10 pods after the calls)
+// and each pod's own memory (PSS of rkt's supervisor and namespace
+// holder; of containerd's shim and pause).
 // It prints one table with the ratio rkt/containerd. Skipped when
 // containerd is not installed (make bench installs it).
 func BenchmarkCRIVsContainerd(b *testing.B) {
@@ -149,12 +150,48 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	env := testutil.NewEnv(b)
 	reg := testutil.StartRegistry(b)
 	ref, pauseRef := pushPeerImages(b, reg)
-	svc := startCRIService(b, env, "--log-level=warn")
+	// RKT_BENCH_SVC_LOG=file keeps the service's log there, at debug level
+	// (and the crictl pods' stage1 logs in file.stage1);
+	// RKT_BENCH_ONLY=crictl measures crictl runp+create+start alone
+	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10).
+	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
+	if keep != "" {
+		level = "debug"
+	}
+	svc := startCRIService(b, env, "--log-level="+level)
+	dataDirs := map[string]string{} // stage1 logs to keep: file -> data dir
+	if keep != "" {
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+		dataDirs[keep+".stage1"] = env.DataDir
+	}
+	only := os.Getenv("RKT_BENCH_ONLY")
+	crictlRounds := 10
+	if s := os.Getenv("RKT_BENCH_CRICTL_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("RKT_BENCH_CRICTL_ROUNDS: bad count %q", s)
+		}
+		crictlRounds = n
+	}
 	cd := startContainerd(b, reg.Addr, pauseRef)
 	peers := []*peer{
 		{name: "rkt", c: dialCRI(b, svc), ep: svc.Endpoint, pid: svc.cmd.Process.Pid, podPSS: rktPodPSS},
 		{name: "containerd", c: cd.client(b), ep: "unix://" + cd.Socket, pid: cd.Pid(), podPSS: containerdPodPSS,
 			cgroupParent: cd.cgroupParent},
+	}
+	// RKT_BENCH_BASE=dir adds the rkt and stage1 of dir (another build) as
+	// a third peer, rkt-base, measured in the same rounds (its logs, with
+	// RKT_BENCH_SVC_LOG, in file.base and file.base.stage1).
+	if base := os.Getenv("RKT_BENCH_BASE"); base != "" {
+		benv := testutil.NewEnv(b)
+		bsvc := startCRIServiceOf(b, benv, filepath.Join(base, "rkt"), filepath.Join(base, "stage1"), "--log-level="+level)
+		bp := &peer{name: "rkt-base", c: dialCRI(b, bsvc), ep: bsvc.Endpoint, pid: bsvc.cmd.Process.Pid, podPSS: rktPodPSS}
+		peers = append(peers, bp)
+		b.Cleanup(func() { removeAllPods(b, bp.c) })
+		if keep != "" {
+			b.Cleanup(func() { os.WriteFile(keep+".base", []byte(bsvc.Log()), 0o644) })
+			dataDirs[keep+".base.stage1"] = benv.DataDir
+		}
 	}
 	ctx := context.Background()
 	for _, p := range peers {
@@ -169,29 +206,94 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		idle[p.name] = smapsKB(p.pid, "Rss")
 	}
 	logDir := b.TempDir()
-	lat := map[string]latencies{"rkt": {}, "containerd": {}}
+	lat := map[string]latencies{}
+	for _, p := range peers {
+		lat[p.name] = latencies{}
+	}
 
 	// the lifecycle, one round on each in turn
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 20 && only == ""; i++ {
 		for _, p := range peers {
 			lifecycleRound(b, p, lat[p.name], fmt.Sprintf("vs-%s-%d", p.name, i), logDir)
 		}
 	}
 
 	// crictl runp+create+start, as the processes a user runs
-	for i := 0; i < 10; i++ {
+	for i := 0; i < crictlRounds; i++ {
 		for _, p := range peers {
-			lat[p.name].time("crictl runp+create+start", func() error {
+			must(b, p.name+" crictl", lat[p.name].time("crictl runp+create+start", func() error {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
-			})
+			}))
 		}
+	}
+	for file, dir := range dataDirs { // the pods' stage1 logs, before they go
+		logs, _ := filepath.Glob(filepath.Join(dir, "pods", "run", "*", "stage1.log"))
+		var all []byte
+		for _, l := range logs {
+			bs, _ := os.ReadFile(l)
+			all = append(all, bs...)
+		}
+		os.WriteFile(file, all, 0o644)
 	}
 	for _, p := range peers {
 		removeAllPods(b, p.c)
 	}
 	time.Sleep(time.Second) // let the exits of the removed pods settle
 
-	// at 10 running pods
+	podPSS, busy := map[string]int{}, map[string]int{}
+	if only == "" {
+		podPSS, busy = measureTenPods(b, peers, lat, logDir)
+	}
+
+	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
+	_, withBase := lat["rkt-base"]
+	if withBase {
+		fmt.Printf("  %-26s %17s %17s %12s %17s %12s %10s\n", "call", "containerd", "rkt", "rkt/ctrd p50",
+			"rkt-base", "base/ctrd", "rkt/base")
+	} else {
+		fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
+	}
+	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
+		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
+		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
+		"ListContainerStats", "ListPodSandboxStats", "Status"} {
+		r, c := lat["rkt"][name], lat["containerd"][name]
+		if len(r) == 0 || len(c) == 0 {
+			continue
+		}
+		rp, cp := percentile(r, 50), percentile(c, 50)
+		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f", name, ms(cp), ms(percentile(c, 99)),
+			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
+		if bl := lat["rkt-base"][name]; len(bl) > 0 {
+			bp := percentile(bl, 50)
+			fmt.Printf(" %8.2f %8.2f %12.2f %10.2f", ms(bp), ms(percentile(bl, 99)), float64(bp)/float64(cp), float64(rp)/float64(bp))
+		}
+		fmt.Println()
+		metric := strings.ReplaceAll(name, " ", "-")
+		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
+		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
+		b.ReportMetric(float64(rp)/float64(cp), metric+"-ratio")
+	}
+	if len(podPSS) == 0 {
+		return
+	}
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
+		float64(idle["rkt"])/float64(idle["containerd"]))
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon RSS, 10 pods (KiB)", busy["containerd"], busy["rkt"],
+		float64(busy["rkt"])/float64(busy["containerd"]))
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
+		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
+	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
+	b.ReportMetric(float64(busy["rkt"])/1024, "rkt-10pods-rss-MiB")
+	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
+	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
+}
+
+// measureTenPods times the List/Status/Stats calls at 10 running pods of
+// each peer and returns each peer's mean per-pod PSS and its daemon's RSS
+// at 10 pods, the calls done (KiB).
+func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir string) (map[string]int, map[string]int) {
+	ctx := context.Background()
 	pods := map[string][]string{}
 	ctrs := map[string][]string{}
 	for i := 0; i < 10; i++ {
@@ -234,6 +336,11 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			}))
 		}
 	}
+	time.Sleep(2 * time.Second)
+	busy := map[string]int{} // RSS at 10 pods, the calls done
+	for _, p := range peers {
+		busy[p.name] = smapsKB(p.pid, "Rss")
+	}
 	podPSS := map[string]int{}
 	for _, p := range peers {
 		sum := 0
@@ -242,32 +349,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		}
 		podPSS[p.name] = sum / len(pods[p.name])
 	}
-
-	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
-	fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
-	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
-		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
-		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
-		"ListContainerStats", "ListPodSandboxStats", "Status"} {
-		r, c := lat["rkt"][name], lat["containerd"][name]
-		if len(r) == 0 || len(c) == 0 {
-			continue
-		}
-		rp, cp := percentile(r, 50), percentile(c, 50)
-		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f\n", name, ms(cp), ms(percentile(c, 99)),
-			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
-		metric := strings.ReplaceAll(name, " ", "-")
-		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
-		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
-		b.ReportMetric(float64(rp)/float64(cp), metric+"-ratio")
-	}
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
-		float64(idle["rkt"])/float64(idle["containerd"]))
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
-		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
-	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
-	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
-	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
+	return podPSS, busy
 }
 
 // lifecycleRound runs a pod with a container through its whole life,

@@ -27,6 +27,8 @@ type criService struct {
 	CNIConfDir string
 	LogPath    string
 	extraArgs  []string
+	rktBin     string // "": testutil.RKTBin
+	stage1Bin  string // "": testutil.Stage1Bin
 	cmd        *exec.Cmd
 	done       chan struct{}
 }
@@ -44,7 +46,16 @@ func requireRoot(t testing.TB) {
 // It is stopped (SIGTERM) at cleanup, before the environment's leak check.
 func startCRIService(t testing.TB, env *testutil.Env, extraArgs ...string) *criService {
 	t.Helper()
+	return startCRIServiceOf(t, env, "", "", extraArgs...)
+}
+
+// startCRIServiceOf is startCRIService with the rkt and stage1 binaries
+// given ("": the tests').
+func startCRIServiceOf(t testing.TB, env *testutil.Env, rktBin, stage1Bin string, extraArgs ...string) *criService {
+	t.Helper()
 	s := &criService{
+		rktBin:     rktBin,
+		stage1Bin:  stage1Bin,
 		t:          t,
 		env:        env,
 		Socket:     filepath.Join(env.Root, "cri.sock"),
@@ -76,15 +87,22 @@ func removeCgroupParent(parent string) {
 func (s *criService) start() {
 	t := s.t
 	t.Helper()
+	stage1 := s.stage1Bin
+	if stage1 == "" {
+		stage1 = testutil.Stage1Bin(t)
+	}
 	args := append([]string{"kubelet-service",
 		"--socket=" + s.Socket,
 		"--socket-group=root",
-		"--stage1-path=" + testutil.Stage1Bin(t),
+		"--stage1-path=" + stage1,
 		"--cni-conf-dir=" + s.CNIConfDir,
 		"--cgroup-parent=" + s.cgroupParent(),
 		"--log-level=debug",
 	}, s.extraArgs...)
 	cmd := s.env.Command(context.Background(), args...)
+	if s.rktBin != "" {
+		cmd.Path, cmd.Args[0] = s.rktBin, s.rktBin
+	}
 	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

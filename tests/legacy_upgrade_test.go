@@ -402,7 +402,8 @@ func TestLegacyUpgrade(t *testing.T) {
 
 // TestLegacyConfig: rkt 1.x's /etc/rkt keeps working: paths.d's data
 // directory is used when --dir is not given, stage1.d, trustedkeys and
-// ACI auth files are reported and ignored, dockerAuth files still serve.
+// ACI auth files are reported and ignored, dockerAuth files still serve;
+// a configuration directory others may write is named.
 func TestLegacyConfig(t *testing.T) {
 	env := testutil.NewEnv(t)
 	data := filepath.Join(env.Root, "rkt1-data")
@@ -444,6 +445,21 @@ func TestLegacyConfig(t *testing.T) {
 	if strings.Contains(r.Stdout, "docker.json") {
 		t.Errorf("a dockerAuth file reported unused: %s", r)
 	}
+	if strings.Contains(r.Stdout, "writable") {
+		t.Errorf("root's 0755 configuration reported writable: %s", r)
+	}
+	// rkt 1.x's /etc/rkt, 2775 root:rkt-admin: its group may set what root's rkt reads.
+	if err := os.Chown(env.LocalConfig, 0, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(env.LocalConfig, 0o2775); err != nil {
+		t.Fatal(err)
+	}
+	if r := noDir("migrate", "--dry-run"); !strings.Contains(r.Stdout, env.LocalConfig+" is writable by group") {
+		t.Errorf("rkt migrate does not name the group-writable %s: %s", env.LocalConfig, r)
+	}
+	os.Chown(env.LocalConfig, 0, 0)
+	os.Chmod(env.LocalConfig, 0o755)
 	if r := noDir("list"); r.Code != 0 || !strings.Contains(r.Stderr, data) {
 		t.Errorf("rkt list without --dir: %s", r)
 	}

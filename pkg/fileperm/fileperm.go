@@ -224,6 +224,20 @@ func replaceFile(path string, data []byte, c Class, durable bool) error {
 	return nil
 }
 
+// SyncFile makes the content of the file at path durable (not its
+// directory entry: see SyncDir).
+func SyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("cannot sync %q: %w", path, err)
+	}
+	return nil
+}
+
 // SyncDir makes the entries of dir (a rename into it) durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -1,6 +1,7 @@
 package fileperm
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,6 +87,19 @@ func TestWriteFileReplacesAtomically(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 			t.Errorf("%s: temporary files left: %v", name, entries)
 		}
+	}
+}
+
+func TestSyncFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := WriteFileVolatile(p, []byte("x"), Private); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncFile(p); err != nil {
+		t.Errorf("SyncFile: %v", err)
+	}
+	if err := SyncFile(p + ".missing"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("SyncFile of a missing file: %v", err)
 	}
 }
 

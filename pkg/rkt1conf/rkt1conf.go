@@ -33,9 +33,9 @@ type pathsV1 struct {
 }
 
 func readHeader(path string) ([]byte, header, error) {
-	b, err := os.ReadFile(path)
+	b, err := confdir.ReadFile(path)
 	if err != nil {
-		return nil, header{}, fmt.Errorf("cannot read config file %q: %w", path, err)
+		return nil, header{}, err
 	}
 	var h header
 	if err := json.Unmarshal(b, &h); err != nil {

@@ -1,10 +1,16 @@
 package rkt1conf
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/confdir"
 )
 
 func write(t *testing.T, path, body string) {
@@ -59,5 +65,30 @@ func TestUnused(t *testing.T) {
 		if !strings.Contains(u[i], want) {
 			t.Errorf("notice %d = %q, want it to name %s", i, u[i], want)
 		}
+	}
+}
+
+// TestDataDirRefusesNonFiles: a FIFO in paths.d is refused at once (every
+// rkt command reads paths.d first: it would block them all).
+func TestDataDirRefusesNonFiles(t *testing.T) {
+	d := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(d, PathsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(d, PathsDir, "fifo.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := DataDir(d); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, confdir.ErrNotRegular) {
+			t.Errorf("DataDir: %v, want ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("DataDir blocks on a FIFO in paths.d")
+	}
+	if u := Unused(d); len(u) != 0 {
+		t.Errorf("notices %q", u)
 	}
 }

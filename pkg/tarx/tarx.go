@@ -139,8 +139,8 @@ func (x *extractor) resolveDir(dir string) (string, error) {
 }
 
 func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
-	if IsSparse(h) {
-		return ErrSparse
+	if err := CheckHeader(h); err != nil {
+		return err
 	}
 	switch h.Typeflag {
 	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink, //nolint:staticcheck // old tars use TypeRegA

@@ -348,3 +348,23 @@ func TestIgnoredEntryTypes(t *testing.T) {
 	}
 	mustRead(t, filepath.Join(dest, "keep"), body)
 }
+
+// TestValidateRefusesLinkEscapes: Validate (the check of a layer as it is
+// pulled) refuses the hard links Extract refuses for their header alone,
+// so that no image is recorded that cannot be unpacked.
+func TestValidateRefusesLinkEscapes(t *testing.T) {
+	for name, e := range map[string]ent{
+		"dotdot":   {name: "h", typ: tar.TypeLink, link: "../outside/victim"},
+		"nested":   {name: "h", typ: tar.TypeLink, link: "a/../../victim"},
+		"the root": {name: "h", typ: tar.TypeLink, link: "./"},
+	} {
+		raw := mkTar(t, ent{name: "a", typ: tar.TypeDir}, e)
+		if err := Validate(bytes.NewReader(raw)); !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("%s: Validate: %v, want ErrUnsafePath", name, err)
+		}
+		dest, _ := sandbox(t)
+		if err := Extract(bytes.NewReader(raw), dest, Options{}); !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("%s: Extract: %v, want ErrUnsafePath", name, err)
+		}
+	}
+}

@@ -134,6 +134,16 @@ func (c *Client) StartApp(ctx context.Context, name string) error {
 	return err
 }
 
+// PrestartApp asks the supervisor to create the app's container now, in
+// the background: a later StartApp then only runs its process. The app's
+// files must be written, but it need not be in the pod manifest yet (its
+// manifest is sent). It returns at once; a failure shows at StartApp, which
+// creates the container anew.
+func (c *Client) PrestartApp(ctx context.Context, app *schema.App) error {
+	_, err := c.call(ctx, &Request{Op: OpPrestart, App: app.Name, Manifest: app})
+	return err
+}
+
 // StopApp sends SIGTERM to the app, SIGKILL after timeout, and returns once it
 // has exited and its status is recorded. Stopping a stopped app succeeds.
 func (c *Client) StopApp(ctx context.Context, name string, timeout time.Duration) error {

@@ -56,6 +56,11 @@
 // those files when it is called, so stage0 writes them first. An app with no
 // status.json has never been started (state "created" from stage0's point of
 // view). StartApp on an exited app starts it again (a new container).
+// PrestartApp creates a created app's container in the background (up to
+// its process, which waits), so that StartApp only has to run the process;
+// StartApp waits for a prestart under way, and does it all itself when the
+// prestart failed. RemoveApp and the supervisor's exit release a
+// prestarted container that was never started.
 // StopApp sends App.StopSignal (default SIGTERM), then SIGKILL after the
 // timeout (0: SIGKILL at once); on an app that is not running it is a no-op.
 // Exit status: exit code, or 128+signal with Signal set; Reason "Completed"

@@ -60,12 +60,17 @@ func ReadPodStatus(podDir string) ([]schema.AppStatus, error) {
 	return out, nil
 }
 
-// WriteAppStatus writes an app's status file atomically (temp file, fsync,
-// rename). stage1 is its only writer while it runs.
+// WriteAppStatus writes an app's status file atomically (temp file,
+// rename), durably (fsync) unless the app is running: that means nothing
+// after a reboot, and an app's start waits for it. stage1 is its only
+// writer while it runs.
 func WriteAppStatus(podDir string, st *schema.AppStatus) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("cannot encode status of app %q: %w", st.Name, err)
+	}
+	if st.State == schema.AppRunning {
+		return fileperm.WriteFileVolatile(StatusPath(podDir, st.Name), b, fileperm.Shared)
 	}
 	return fileperm.WriteFile(StatusPath(podDir, st.Name), b, fileperm.Shared)
 }

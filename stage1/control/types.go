@@ -13,6 +13,7 @@ import (
 // Operations of the control protocol.
 const (
 	OpStart    = "start"
+	OpPrestart = "prestart"
 	OpStop     = "stop"
 	OpRemove   = "remove"
 	OpStatus   = "status"
@@ -53,6 +54,7 @@ type Request struct {
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
 	Exec      *ExecSpec             `json:"exec,omitempty"`
 	Attach    *AttachSpec           `json:"attach,omitempty"`
+	Manifest  *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
 }
 
 // ExecSpec is the process part of an exec request.

@@ -8,7 +8,6 @@ package regconfig
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -134,9 +133,9 @@ func loadDir(dir string) (*Config, error) {
 }
 
 func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) error {
-	b, err := os.ReadFile(path)
+	b, err := confdir.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("cannot read config file %q: %w", path, err)
+		return err
 	}
 	var h header
 	if err := json.Unmarshal(b, &h); err != nil {

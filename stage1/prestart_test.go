@@ -1,0 +1,145 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// appPids lists the processes in the app's cgroup.
+func (p *testPod) appPids(app string) []int {
+	p.t.Helper()
+	mgr, err := podCgroupManager(podCgroupPath(&p.manifest) + "/" + app)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	pids, err := cgroupPids(mgr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return pids
+}
+
+// app returns the manifest of an app of the pod.
+func (p *testPod) app(name string) *schema.App {
+	for i := range p.manifest.Apps {
+		if p.manifest.Apps[i].Name == name {
+			return &p.manifest.Apps[i]
+		}
+	}
+	p.t.Fatalf("no app %q", name)
+	return nil
+}
+
+// TestPrestart: a prestarted app is created, its container's init waiting
+// in the app's cgroup and its process not run; StartApp runs it (pipes and
+// tty); RemoveApp and the supervisor's exit release prestarted containers
+// never started (cleanup checks that no process, cgroup nor runc state is
+// left).
+func TestPrestart(t *testing.T) {
+	p := newPod(t, nil)
+	p.mustStart(modeSandbox)
+	c := p.client
+	p.addApp("pipes", schema.App{}, []string{"sh", "-c", "echo started; exec sleep 1000"}, nil)
+	p.addApp("tty", schema.App{TTY: true}, []string{"sh", "-c", "tty; exec sleep 1000"}, nil)
+	p.addApp("removed", schema.App{}, []string{"sleep", "1000"}, nil)
+	p.addApp("left", schema.App{}, []string{"sleep", "1000"}, nil)
+	apps := []string{"pipes", "tty", "removed", "left"}
+	for _, a := range apps {
+		if err := c.PrestartApp(ctx(t), p.app(a)); err != nil {
+			t.Fatalf("prestart %s: %v", a, err)
+		}
+	}
+	if err := c.PrestartApp(ctx(t), p.app("pipes")); err != nil {
+		t.Errorf("second prestart: %v", err)
+	}
+	sts, err := c.Status(ctx(t)) // waits for the prestarts
+	if err != nil || len(sts) != len(apps) {
+		t.Fatalf("status: %v %+v", err, sts)
+	}
+	for _, st := range sts {
+		if st.State != schema.AppCreated || st.Pid != 0 {
+			t.Errorf("prestarted app's status: %+v", st)
+		}
+		if pids := p.appPids(st.Name); len(pids) != 1 {
+			t.Errorf("app %s: want its container's init alone in its cgroup, got %v", st.Name, pids)
+		}
+	}
+	if b, _ := os.ReadFile(schema.PodDir(p.dir).App("pipes").DefaultLog()); len(b) != 0 {
+		t.Errorf("a prestarted app ran: its log has %q", b)
+	}
+	for _, a := range []string{"pipes", "tty"} {
+		if err := c.StartApp(ctx(t), a); err != nil {
+			t.Fatalf("start %s: %v", a, err)
+		}
+	}
+	p.waitLog("pipes", "stdout F started")
+	// an app prestarted before it is in the pod manifest (stage0 writes
+	// the manifest while the container is created)
+	p.addApp("late", schema.App{}, []string{"sh", "-c", "echo late; exec sleep 1000"}, nil)
+	late := *p.app("late")
+	p.manifest.Apps = p.manifest.Apps[:len(p.manifest.Apps)-1]
+	p.writeManifest()
+	if err := c.PrestartApp(ctx(t), &late); err != nil {
+		t.Fatal(err)
+	}
+	p.manifest.Apps = append(p.manifest.Apps, late)
+	p.writeManifest()
+	if err := c.StartApp(ctx(t), "late"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog("late", "stdout F late")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(schema.PodDir(p.dir).App("tty").DefaultLog())
+		if strings.Contains(string(b), "/dev/pts/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tty app never logged its terminal: %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, a := range []string{"pipes", "tty", "late"} {
+		if st := p.status(a); st.State != schema.AppRunning || st.Pid == 0 {
+			t.Errorf("started app %s: %+v", a, st)
+		}
+	}
+	if err := c.RemoveApp(ctx(t), "removed"); err != nil {
+		t.Fatal(err)
+	}
+	if pids := p.appPids("removed"); len(pids) != 0 {
+		t.Errorf("removed prestarted app left processes %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "runc", "removed")); !os.IsNotExist(err) {
+		t.Errorf("removed prestarted app left its runc state: %v", err)
+	}
+	if err := c.Shutdown(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(10 * time.Second)
+}
+
+// TestPrestartFailure: a prestart that fails is not an error of its own;
+// StartApp tries again and reports the failure.
+func TestPrestartFailure(t *testing.T) {
+	p := newPod(t, nil)
+	p.mustStart(modeSandbox)
+	p.addApp("broken", schema.App{}, []string{"true"}, nil)
+	if err := os.WriteFile(schema.PodDir(p.dir).App("broken").Spec(), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.client.PrestartApp(ctx(t), p.app("broken")); err != nil {
+		t.Fatalf("prestart: %v", err)
+	}
+	if err := p.client.StartApp(ctx(t), "broken"); err == nil || !strings.Contains(err.Error(), "cannot parse spec") {
+		t.Fatalf("start with a corrupt spec: %v", err)
+	}
+	if st := p.status("broken"); st.State != schema.AppExited || st.Reason != "StartError" {
+		t.Errorf("status: %+v", st)
+	}
+}
