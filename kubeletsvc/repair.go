@@ -32,9 +32,9 @@ func (c *criService) repairLoop(ctx context.Context) {
 }
 
 // repair removes aborted prepares and interrupted deletions, releases the
-// network resources of vanished pods, and frees what failed or interrupted
-// pulls stored (no CRI call reaches it; the kubelet's image GC only sees
-// images).
+// network resources of vanished pods and the resources of pods cut off
+// while starting, and frees what failed or interrupted pulls stored (no
+// CRI call reaches it; the kubelet's image GC only sees images).
 func (c *criService) repair(ctx context.Context) {
 	c.repairPods(ctx)
 	res, err := c.store.SweepUnreferenced(ctx)
@@ -58,6 +58,9 @@ func (c *criService) repairPods(ctx context.Context) {
 	}
 	if len(res.Removed) > 0 {
 		c.log.Info("removed the debris of interrupted pod operations", "pods", res.Removed)
+	}
+	if len(res.Released) > 0 {
+		c.log.Info("released the resources of pods cut off while starting", "pods", res.Released)
 	}
 	for uuid, err := range res.Errors {
 		c.log.Warn("cannot collect the debris of an interrupted pod operation", "pod", uuid, "error", err)

@@ -105,6 +105,13 @@ func TestSetupKilled(t *testing.T) {
 // plugin it runs) once the hang plugin has started.
 func runKilledSetup(t *testing.T, cfg Config, pn PodNet, marker string) {
 	t.Helper()
+	killSetup(t, cfg, pn, marker, true)
+}
+
+// killSetup runs Setup in a child process and SIGKILLs it once marker
+// exists; withPlugins kills the plugins it runs too, else they run on.
+func killSetup(t *testing.T, cfg Config, pn PodNet, marker string, withPlugins bool) {
+	t.Helper()
 	arg, err := json.Marshal(helperArgs{Cfg: cfg, Pod: pn})
 	if err != nil {
 		t.Fatal(err)
@@ -131,10 +138,57 @@ func runKilledSetup(t *testing.T, cfg Config, pn PodNet, marker string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+	victim := -pgid
+	if !withPlugins {
+		victim = cmd.Process.Pid
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+}
+
+// TestTeardownStopsOrphanedADD: a stage0 killed during a CNI ADD leaves
+// the plugin running; the Teardown of the pod (a kubelet stopping it after
+// the service restarted) must not let that ADD create what the DEL
+// removes after the DEL ran.
+func TestTeardownStopsOrphanedADD(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	dir, state := t.TempDir(), t.TempDir()
+	marker, release := filepath.Join(dir, "adding"), filepath.Join(dir, "release")
+	// ADD waits for release, then makes a resource named after the pod
+	// (as bridge makes a veth, an address, NAT rules); DEL removes it.
+	script := fmt.Sprintf(`#!/bin/sh
+case "$CNI_COMMAND" in
+VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}' ;;
+ADD) touch %[1]q; while [ ! -e %[2]q ]; do sleep 0.02; done
+	touch %[3]q/"$CNI_CONTAINERID"; echo '{"cniVersion":"1.0.0"}' ;;
+DEL) rm -f %[3]q/"$CNI_CONTAINERID" ;;
+esac
+exit 0
+`, marker, release, state)
+	if err := os.WriteFile(filepath.Join(dir, "slow"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PluginDirs = append([]string{dir}, cfg.pluginDirs()...)
+	conf := `{"cniVersion":"1.0.0","name":"slownet","plugins":[{"type":"slow"}]}`
+	if err := os.WriteFile(filepath.Join(cfg.ConfDir, "slownet.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pn := newPod(t, cfg, "slownet")
+	killSetup(t, cfg, pn, marker, false)
+	if err := Teardown(context.Background(), cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// an ADD still running finishes within a few of its polls
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(state, pn.UUID)); err == nil {
+		t.Fatalf("the ADD of the killed Setup created its resource after Teardown")
+	}
 }
 
 // TestTeardownNetNSGone: the namespace vanished before Teardown (a reboot,

@@ -23,7 +23,7 @@ import (
 // its directory exists before its Setup starts.
 func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	var errs []error
-	cni := newCNI(cfg)
+	cni, _ := newDelCNI(cfg) // gcReservations below releases what a DEL left
 	atts, err := cni.GetCachedAttachments("")
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments: %w", err)
@@ -79,6 +79,11 @@ func delAttachment(ctx context.Context, cni *libcni.CNIConfig, a *libcni.Network
 		return fmt.Errorf("cannot remove vanished pod %q from network %q: %w", a.ContainerID, a.Network, err)
 	}
 	return nil
+}
+
+// releaseReservations removes the host-local reservations of pod uuid.
+func releaseReservations(cfg Config, uuid string) error {
+	return gcReservations(cfg, func(id string) bool { return id != uuid })
 }
 
 // gcReservations removes host-local reservations (files named after an IP,

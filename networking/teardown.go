@@ -46,12 +46,23 @@ func save(podDir string, res *Result) error {
 // of the network namespace and of net-info.json. It is idempotent and works
 // on a pod whose Setup was interrupted or whose network configs changed or
 // vanished since. When a DEL fails, the namespace and net-info.json are kept
-// so that a later Teardown can retry.
+// so that a later Teardown can retry. After an interrupted Setup or
+// Teardown it first kills the plugins the dead stage0 left running.
 func Teardown(ctx context.Context, cfg Config, podDir string) error {
 	netnsPath := schema.PodDir(podDir).NetNS()
 	res, err := Load(podDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if res == nil || !res.Complete || res.TeardownStarted {
+		// an ADD or DEL may have been cut off with its stage0
+		uuid := filepath.Base(podDir)
+		if res != nil && res.UUID != "" {
+			uuid = res.UUID
+		}
+		if err := killOrphanedPlugins(ctx, uuid); err != nil {
+			return err
+		}
 	}
 	if res != nil && len(res.Networks) > 0 {
 		if err := delNetworks(ctx, cfg, podDir, res); err != nil {
@@ -102,7 +113,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 	if err := save(podDir, res); err != nil {
 		return err
 	}
-	cni := newCNI(cfg)
+	cni, ex := newDelCNI(cfg)
 	var errs []error
 	for i := len(res.Networks) - 1; i >= 0; i-- {
 		n := &res.Networks[i]
@@ -119,8 +130,14 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
 		}
 	}
-	if sweep && len(errs) == 0 {
+	if (sweep || ex.tolerated()) && len(errs) == 0 {
 		if err := sweepIPTables(ctx, uuid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if ex.tolerated() && len(errs) == 0 {
+		// a DEL that stopped at something gone may not have reached its IPAM
+		if err := releaseReservations(cfg, uuid); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -133,7 +150,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 // delCachedAttachments runs CNI DEL for every attachment libcni cached for
 // the container ID uuid, in the namespace at netns.
 func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
-	cni := newCNI(cfg)
+	cni, ex := newDelCNI(cfg)
 	atts, err := cni.GetCachedAttachments(uuid)
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
@@ -147,6 +164,9 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 	}
 	if len(atts) > 0 && len(errs) == 0 {
 		errs = append(errs, sweepIPTables(ctx, uuid))
+	}
+	if ex.tolerated() && len(errs) == 0 {
+		errs = append(errs, releaseReservations(cfg, uuid))
 	}
 	return errors.Join(errs...)
 }

@@ -84,8 +84,9 @@ func (r *Runtime) Remove(ctx context.Context, uuid string, force bool) error {
 // deletes exited-garbage pods older than the grace period, expired
 // prepared pods, aborted prepares and interrupted deletions, and releases
 // the network resources of vanished pods. With opts.DebrisOnly it does
-// only the last three. Pods being created, run or changed (locked) are
-// left alone.
+// only the last three, and releases the resources of pods whose start was
+// cut off (GCOptions.DebrisOnly). Pods being created, run or changed
+// (locked) are left alone.
 func (r *Runtime) GC(ctx context.Context, opts GCOptions) (*GCResult, error) {
 	if r.view != nil {
 		defer r.view.changedAll()

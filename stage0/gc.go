@@ -31,6 +31,17 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		if opts.DebrisOnly && p.state == dirRun {
+			released, err := r.releaseCutOff(ctx, p)
+			if err != nil {
+				res.Errors[p.uuid] = err
+				r.log.Debug("gc: cannot release a pod cut off while starting", "pod", p.uuid, "error", err) // returned in res.Errors
+			}
+			if released {
+				res.Released = append(res.Released, p.uuid)
+			}
+			continue
+		}
 		collected, removed, err := r.gcPod(ctx, p, opts, now)
 		if err != nil {
 			res.Errors[p.uuid] = err
@@ -128,6 +139,42 @@ func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Ti
 		return collected, false, err
 	}
 	return true, true, nil
+}
+
+// releaseCutOff releases the resources of a pod in run/ whose start was
+// cut off (not marked started) and whose stage0 and supervisor are gone
+// (unlocked): nobody else will. It stays in run/, exited, for its owner
+// to remove. It reports whether it released anything.
+func (r *Runtime) releaseCutOff(ctx context.Context, p *pod) (bool, error) {
+	cutOff := func() bool {
+		for _, f := range []string{p.layout().Started(), p.layout().Cleaned()} {
+			if _, err := os.Lstat(f); err == nil {
+				return false
+			}
+		}
+		return true
+	}
+	if !cutOff() {
+		return false, nil
+	}
+	l, err := lock.TryExclusive(p.dir, lock.Dir)
+	if errors.Is(err, lock.ErrLocked) {
+		return false, nil // starting, running or being stopped
+	}
+	if err != nil {
+		if _, serr := os.Stat(p.dir); serr != nil {
+			return false, nil // gone meanwhile
+		}
+		return false, err
+	}
+	defer l.Close()
+	if _, err := os.Stat(p.dir); err != nil || !cutOff() {
+		return false, nil // moved, or started, before we locked it
+	}
+	if err := r.cleanup(ctx, p); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // newDirMinAge is how old an unlocked prepare/.new-<uuid> dir must be to

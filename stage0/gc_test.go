@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 func TestPodExists(t *testing.T) {
@@ -90,8 +92,14 @@ func TestGCDebrisOnly(t *testing.T) {
 		mk(dirPrepare, newPodPrefix+u+"13", time.Now(), false), // about to be locked by its creator
 		mk(dirGarbage, u+"14", old, true),                      // being deleted
 		mk(dirRun, u+"15", old, false),                         // exited: the kubelet's to remove
+		mk(dirRun, u+"18", old, true),                          // running, or starting
 		mk(dirExitedGarbage, u+"16", old, false),               // the CLI's rkt gc's
 		mk(dirPrepared, u+"17", old, false),                    // rkt run-prepare's
+	}
+	started := filepath.Join(rt.stateDir(dirRun), u+"19") // exited after its start
+	kept = append(kept, mk(dirRun, u+"19", old, false))
+	if err := os.WriteFile(schema.PodDir(started).Started(), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	res, err := rt.GC(ctx, GCOptions{DebrisOnly: true})
 	if err != nil {
@@ -99,6 +107,17 @@ func TestGCDebrisOnly(t *testing.T) {
 	}
 	for u, err := range res.Errors {
 		t.Errorf("pod %s: %v", u, err)
+	}
+	// of the pods in run/, only the one cut off while starting (not
+	// marked started, unlocked) has its resources released; all stay
+	if want := []string{u + "15"}; !slices.Equal(res.Released, want) {
+		t.Errorf("released %v, want %v", res.Released, want)
+	}
+	for _, n := range []string{"15", "18", "19"} {
+		_, err := os.Lstat(schema.PodDir(filepath.Join(rt.stateDir(dirRun), u+n)).Cleaned())
+		if (err == nil) != (n == "15") {
+			t.Errorf("pod %s marked clean: %v", u+n, err == nil)
+		}
 	}
 	for _, d := range gone {
 		if _, err := os.Lstat(d); err == nil {

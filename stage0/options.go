@@ -158,16 +158,20 @@ type GCOptions struct {
 	// DebrisOnly collects only what a crash left that no owner can reach:
 	// aborted prepares (unlocked pods in prepare/ and unlocked
 	// prepare/.new-<uuid> dirs), interrupted deletions (unlocked pods in
-	// garbage/) and the network resources of vanished pods. Running,
-	// exited, exited-garbage and prepared pods are left to their owners
-	// (the kubelet, the CLI's user); GracePeriod and ExpirePrepared are
-	// ignored. For long-lived services (rkt kubelet-service).
+	// garbage/), the network resources of vanished pods, and the
+	// resources (network, mounts, processes) of pods in run/ whose start
+	// was cut off with their stage0 and supervisor (they stay, exited, for
+	// their owners to remove). Running, exited, exited-garbage and
+	// prepared pods are left to their owners (the kubelet, the CLI's user);
+	// GracePeriod and ExpirePrepared are ignored. For long-lived services
+	// (rkt kubelet-service).
 	DebrisOnly bool
 }
 
 // GCResult reports what GC did.
 type GCResult struct {
 	Collected []string         // UUIDs moved to garbage or removed
+	Released  []string         // UUIDs cut off while starting, resources released (DebrisOnly)
 	Removed   []string         // UUIDs whose directories were deleted
 	Errors    map[string]error // per pod failures (GC goes on with the others)
 	Network   error            // failure to release what vanished pods held in the network (CNI, IPs, iptables)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -97,8 +98,9 @@ func (r *Runtime) sandbox(ctx context.Context, opts PodOptions) (string, error) 
 }
 
 // startPod moves a locked pod to run/, sets up its network, mounts and
-// specs its apps and starts stage1, which inherits the lock. On failure the
-// pod's resources are released and it stays in run/ as exited.
+// specs its apps and starts stage1, which inherits the lock, and marks the
+// pod started. On failure the pod's resources are released and it stays in
+// run/ as exited.
 func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode stage1Mode) error {
 	if err := r.move(p, dirRun); err != nil {
 		return err
@@ -110,8 +112,13 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 		if cerr := r.cleanup(cctx, p); cerr != nil {
 			return fmt.Errorf("%w (and releasing its resources failed: %v)", err, cerr)
 		}
+		return err
 	}
-	return err
+	if err := fileperm.WriteFileVolatile(p.layout().Started(), nil, fileperm.Shared); err != nil {
+		// only costs an early release of its resources once it exited
+		r.log.Warn("cannot mark a pod started", "pod", p.uuid, "error", err)
+	}
+	return nil
 }
 
 func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode stage1Mode) error {

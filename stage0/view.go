@@ -56,11 +56,17 @@ type podView struct {
 	// after mean the view's answers did not change
 	gen atomic.Uint64
 
+	// scanning, if set, is called by a scan before it lists the disk
+	// (tests: to hold a scan in progress)
+	scanning func()
+
 	mu     sync.Mutex
 	pods   map[string]*viewEntry
 	wds    map[int32]string // watch -> pod uuid ("" for a state directory)
 	pidfds map[int]string   // supervisor pidfd -> pod uuid
-	rescan bool             // events were lost: list the state directories again
+	// rescan is bumped when events were lost: the state directories are
+	// listed again until a scan started at that value completes (scanned)
+	rescan, scanned uint64
 }
 
 type viewEntry struct {
@@ -81,7 +87,7 @@ func newPodView(r *Runtime) (*podView, error) {
 		return nil, fmt.Errorf("cannot create an inotify instance for the pod view: %w", err)
 	}
 	v := &podView{r: r, ino: ino, ep: -1, stop: -1, pods: map[string]*viewEntry{},
-		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: true}
+		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: 1}
 	v.gen.Store(1) // 0 means no generation
 	fail := func(err error) (*podView, error) {
 		v.close()
@@ -180,7 +186,7 @@ func (v *podView) readInotify(buf []byte) {
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
-				v.rescan = true
+				v.rescan++
 				for uuid := range v.pods {
 					v.invalidateLocked(uuid, false)
 				}
@@ -266,27 +272,29 @@ func (v *podView) changed(prefix string) {
 func (v *podView) changedAll() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.rescan = true
+	v.rescan++
 	for uuid := range v.pods {
 		v.invalidateLocked(uuid, false)
 	}
 }
 
 // scan adds the pods on disk the view does not know (at start and after
-// lost events).
+// lost events). Until a scan completes, every caller scans: one that found
+// a scan in progress must not answer without the pods it has not added
+// yet (nor wait for it: the stats loop's thread is niced).
 func (v *podView) scan() error {
 	v.mu.Lock()
-	if !v.rescan {
+	want := v.rescan
+	if v.scanned == want {
 		v.mu.Unlock()
 		return nil
 	}
-	v.rescan = false
 	v.mu.Unlock()
+	if v.scanning != nil {
+		v.scanning()
+	}
 	pods, err := v.r.allPods()
 	if err != nil {
-		v.mu.Lock()
-		v.rescan = true
-		v.mu.Unlock()
 		return err
 	}
 	v.mu.Lock()
@@ -295,6 +303,7 @@ func (v *podView) scan() error {
 			v.invalidateLocked(p.uuid, true)
 		}
 	}
+	v.scanned = max(v.scanned, want)
 	v.mu.Unlock()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +176,58 @@ func TestViewGeneration(t *testing.T) {
 	if rt.Generation() == gen {
 		t.Fatalf("generation %d unchanged after Prepare", gen)
 	}
+}
+
+// TestViewListDuringScan: a list made while another caller's scan (the
+// first, at start) is still reading the disk answers with the pods on disk
+// (it scans too) rather than without them. A restarted kubelet-service
+// once listed no sandbox while its stats loop held the first scan, and the
+// kubelet never stopped a pod it could not see.
+func TestViewListDuringScan(t *testing.T) {
+	dir := t.TempDir()
+	cli, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	uuid, err := cli.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := newPodView(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.close)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	v.scanning = func() { // holds the first scan only
+		held := false
+		once.Do(func() { held = true })
+		if held {
+			close(entered)
+			<-release
+		}
+	}
+	type listed struct {
+		pods []*PodStatus
+		err  error
+	}
+	first := make(chan listed, 1)
+	go func() {
+		pods, _, err := v.list()
+		first <- listed{pods, err}
+	}()
+	<-entered
+	check := func(what string, pods []*PodStatus, err error) {
+		t.Helper()
+		if err != nil || len(pods) != 1 || pods[0].UUID != uuid {
+			t.Fatalf("%s = %d pods (%v), want pod %s", what, len(pods), err, uuid)
+		}
+	}
+	pods, _, err := v.list()
+	check("a list during the first scan", pods, err)
+	close(release)
+	l := <-first
+	check("the first list", l.pods, l.err)
 }

@@ -31,6 +31,18 @@ func chaosRounds(t *testing.T) int {
 	return 6
 }
 
+// chaosSeed is RKT_CHAOS_SEED, else a new one.
+func chaosSeed(t *testing.T) int64 {
+	if s := os.Getenv("RKT_CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("bad RKT_CHAOS_SEED %q", s)
+		}
+		return n
+	}
+	return time.Now().UnixNano()
+}
+
 // TestChaos: rounds of SIGKILL of the service (and of a pod's stage1) at
 // random points of pod lifecycles and pulls, each followed by what a
 // kubelet does (stop and remove every sandbox it lists, remove the images
@@ -48,9 +60,9 @@ func TestChaos(t *testing.T) {
 	baseBlobs := len(dirEntries(t, casDir(env.DataDir, "blobs", "sha256")))
 	reg := testutil.StartRegistry(t)
 	reg.SetBlobRate(2 << 20)
-	seed := time.Now().UnixNano()
+	seed := chaosSeed(t)
 	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
+	t.Logf("seed %d (RKT_CHAOS_SEED replays its flows and delays)", seed)
 
 	for round := 0; round < chaosRounds(t); round++ {
 		flows := []struct {

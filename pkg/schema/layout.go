@@ -48,6 +48,11 @@ func (d PodDir) Stage1Clean() string { return d.join("stage1.clean") }
 // Cleaned marks a pod whose resources stage0 released after it exited.
 func (d PodDir) Cleaned() string { return d.join("stage0-cleaned") }
 
+// Started marks a pod whose start finished (network, supervisor, etc
+// files): without it, a pod in run/ whose stage0 and supervisor are gone
+// was cut off while starting.
+func (d PodDir) Started() string { return d.join("stage0-started") }
+
 // Volume is the backing directory of the pod's "empty" volume name.
 func (d PodDir) Volume(name string) string { return d.join("volumes", name) }
 

@@ -1,0 +1,147 @@
+package networking
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// TestTeardownNATGone: the pod's NAT rules were removed behind the
+// plugins' back (iptables flushed, an earlier teardown cut short): the
+// bridge plugin's DEL fails on its missing chain, yet Teardown succeeds and
+// leaves nothing (veth, address, rules, netns, cache).
+func TestTeardownNATGone(t *testing.T) {
+	requireRoot(t)
+	for _, tt := range []struct {
+		name     string
+		onlyMasq bool
+	}{
+		{"masquerade-chain", true},
+		{"every-pod-rule", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			ctx := context.Background()
+			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"masq","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","subnet":%q}},{"type":"portmap","capabilities":{"portMappings":true},"snat":true}]}`, cfg.DefaultBridge, cfg.DefaultSubnet)
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "masq.conflist"), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pn := newPod(t, cfg, "masq")
+			pn.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
+			if _, err := Setup(ctx, cfg, pn); err != nil {
+				t.Fatalf("Setup: %v", err)
+			}
+			removePodNAT(t, pn.UUID, tt.onlyMasq)
+			if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+				t.Fatalf("Teardown: %v", err)
+			}
+			if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+				t.Fatalf("after Teardown: %v", left)
+			}
+		})
+	}
+}
+
+// removePodNAT deletes the nat rules tagged with the pod and the per-pod
+// chains they jump to: with onlyMasq, just the bridge plugin's
+// masquerade rule and chain.
+func removePodNAT(t *testing.T, uuid string, onlyMasq bool) {
+	t.Helper()
+	out, err := exec.Command("iptables-save", "-t", "nat").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, uuid) {
+			continue
+		}
+		args := splitRule(l)
+		if onlyMasq && args[1] != "POSTROUTING" {
+			continue
+		}
+		if n := len(args); args[n-2] == "-j" && strings.HasPrefix(args[n-1], "CNI-") && !sharedChains[args[n-1]] {
+			chains[args[n-1]] = true
+		}
+		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat", "-D"}, args[1:]...)...).CombinedOutput(); err != nil {
+			t.Fatalf("iptables -D %v: %v: %s", args[1:], err, out)
+		}
+	}
+	if len(chains) == 0 {
+		t.Fatalf("no NAT chain of pod %s to remove:\n%s", uuid, out)
+	}
+	for c := range chains {
+		for _, op := range []string{"-F", "-X"} {
+			if out, err := exec.Command("iptables", "-w", "-t", "nat", op, c).CombinedOutput(); err != nil {
+				t.Fatalf("iptables %s %s: %v: %s", op, c, err, out)
+			}
+		}
+	}
+}
+
+// TestTeardownDELErrors: a DEL that fails because what it removes is
+// already gone counts as done; any other failure stays an error, and the
+// pod's network is kept for a retry.
+func TestTeardownDELErrors(t *testing.T) {
+	requireRoot(t)
+	for _, tt := range []struct {
+		name, out string
+		wantErr   bool
+	}{
+		{"chain-gone", `{"cniVersion":"1.0.0","code":999,"msg":"running [iptables -t nat -D POSTROUTING -j CNI-1]: exit status 2: iptables v1.8.9 (nf_tables): Chain 'CNI-1' does not exist"}`, false},
+		{"unknown-container", `{"cniVersion":"1.0.0","code":3,"msg":"no such container"}`, false},
+		{"permission", `{"cniVersion":"1.0.0","code":999,"msg":"cannot remove rule: permission denied"}`, true},
+		{"try-again", `{"cniVersion":"1.0.0","code":11,"msg":"busy"}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			dir := t.TempDir()
+			script := fmt.Sprintf(`#!/bin/sh
+case "$CNI_COMMAND" in
+VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}' ;;
+ADD) echo '{"cniVersion":"1.0.0"}' ;;
+DEL) [ -e %[1]q ] && exit 0; echo %[2]q; exit 1 ;;
+esac
+exit 0
+`, filepath.Join(dir, "fixed"), tt.out)
+			if err := os.WriteFile(filepath.Join(dir, "faildel"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg.PluginDirs = append([]string{dir}, cfg.pluginDirs()...)
+			conf := `{"cniVersion":"1.0.0","name":"faildel","plugins":[{"type":"faildel"}]}`
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "faildel.conflist"), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pn := newPod(t, cfg, "faildel")
+			ctx := context.Background()
+			if _, err := Setup(ctx, cfg, pn); err != nil {
+				t.Fatalf("Setup: %v", err)
+			}
+			err := Teardown(ctx, cfg, pn.Dir)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Teardown = %v, want an error: %v", err, tt.wantErr)
+			}
+			if err == nil {
+				if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+					t.Fatalf("after Teardown: %v", left)
+				}
+				return
+			}
+			if _, lerr := Load(pn.Dir); lerr != nil || !isNetNS(schema.PodDir(pn.Dir).NetNS()) {
+				t.Fatalf("after a failed Teardown the network info (%v) or netns is gone", lerr)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+				t.Fatalf("Teardown after the DEL was fixed: %v", err)
+			}
+		})
+	}
+}
