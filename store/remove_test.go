@@ -248,3 +248,21 @@ func TestSweepUnreferenced(t *testing.T) {
 		t.Errorf("the image lost its content: %v", err)
 	}
 }
+
+// TestMarkUsedFirstUse: an image pulled a moment ago records its first use
+// at once (the once-a-minute step applies to later uses).
+func TestMarkUsedFirstUse(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	img, err := s.Fetch(context.Background(), reg.push(t, "mu/first:1", testImage(t, "MU=2", []entry{{name: "m", body: "m"}})), FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkUsed(img.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ResolveImage(img.ID)
+	if err != nil || !got.LastUsedAt.After(got.ImportedAt) {
+		t.Errorf("first use not recorded: imported %v, last used %v (%v)", got.ImportedAt, got.LastUsedAt, err)
+	}
+}

@@ -119,7 +119,7 @@ func (s *Store) ListImages() ([]*Image, error) {
 const markUsedStep = time.Minute
 
 // MarkUsed records that a pod uses the image now (for GC's grace period),
-// to within markUsedStep.
+// to within markUsedStep once it has been used.
 func (s *Store) MarkUsed(id string) error {
 	fresh := false
 	if err := s.view(func(tx *txn) error {
@@ -130,7 +130,8 @@ func (s *Store) MarkUsed(id string) error {
 		if rec == nil {
 			return &NotFoundError{Ref: id}
 		}
-		fresh = time.Since(rec.LastUsedAt) < markUsedStep
+		// an image never used yet gets its first use recorded
+		fresh = rec.LastUsedAt.After(rec.ImportedAt) && time.Since(rec.LastUsedAt) < markUsedStep
 		return nil
 	}); err != nil || fresh {
 		return err
