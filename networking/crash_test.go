@@ -168,12 +168,12 @@ DEL) rm -f %[3]q/"$CNI_CONTAINERID" ;;
 esac
 exit 0
 `, marker, release, state)
-	if err := os.WriteFile(filepath.Join(dir, "slow"), []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "slow"), []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cfg.PluginDirs = append([]string{dir}, cfg.pluginDirs()...)
 	conf := `{"cniVersion":"1.0.0","name":"slownet","plugins":[{"type":"slow"}]}`
-	if err := os.WriteFile(filepath.Join(cfg.ConfDir, "slownet.conflist"), []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.ConfDir, "slownet.conflist"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	pn := newPod(t, cfg, "slownet")
@@ -181,7 +181,7 @@ exit 0
 	if err := Teardown(context.Background(), cfg, pn.Dir); err != nil {
 		t.Fatalf("Teardown: %v", err)
 	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// an ADD still running finishes within a few of its polls

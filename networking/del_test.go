@@ -29,7 +29,7 @@ func TestTeardownNATGone(t *testing.T) {
 			cfg := testConfig(t)
 			ctx := context.Background()
 			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"masq","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","subnet":%q}},{"type":"portmap","capabilities":{"portMappings":true},"snat":true}]}`, cfg.DefaultBridge, cfg.DefaultSubnet)
-			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "masq.conflist"), []byte(conf), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "masq.conflist"), []byte(conf), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			pn := newPod(t, cfg, "masq")
@@ -110,12 +110,12 @@ DEL) [ -e %[1]q ] && exit 0; echo %[2]q; exit 1 ;;
 esac
 exit 0
 `, filepath.Join(dir, "fixed"), tt.out)
-			if err := os.WriteFile(filepath.Join(dir, "faildel"), []byte(script), 0o755); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "faildel"), []byte(script), 0o700); err != nil {
 				t.Fatal(err)
 			}
 			cfg.PluginDirs = append([]string{dir}, cfg.pluginDirs()...)
 			conf := `{"cniVersion":"1.0.0","name":"faildel","plugins":[{"type":"faildel"}]}`
-			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "faildel.conflist"), []byte(conf), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "faildel.conflist"), []byte(conf), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			pn := newPod(t, cfg, "faildel")
@@ -136,7 +136,7 @@ exit 0
 			if _, lerr := Load(pn.Dir); lerr != nil || !isNetNS(schema.PodDir(pn.Dir).NetNS()) {
 				t.Fatalf("after a failed Teardown the network info (%v) or netns is gone", lerr)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if err := Teardown(ctx, cfg, pn.Dir); err != nil {

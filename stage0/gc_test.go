@@ -98,7 +98,7 @@ func TestGCDebrisOnly(t *testing.T) {
 	}
 	started := filepath.Join(rt.stateDir(dirRun), u+"19") // exited after its start
 	kept = append(kept, mk(dirRun, u+"19", old, false))
-	if err := os.WriteFile(schema.PodDir(started).Started(), nil, 0o644); err != nil {
+	if err := os.WriteFile(schema.PodDir(started).Started(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res, err := rt.GC(ctx, GCOptions{DebrisOnly: true})

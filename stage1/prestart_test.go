@@ -130,7 +130,7 @@ func TestPrestartFailure(t *testing.T) {
 	p := newPod(t, nil)
 	p.mustStart(modeSandbox)
 	p.addApp("broken", schema.App{}, []string{"true"}, nil)
-	if err := os.WriteFile(schema.PodDir(p.dir).App("broken").Spec(), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(schema.PodDir(p.dir).App("broken").Spec(), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.client.PrestartApp(ctx(t), p.app("broken")); err != nil {

@@ -39,7 +39,7 @@ func FuzzACI(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		base := t.TempDir()
 		p := filepath.Join(base, "x.aci")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		m, err := ReadACIManifest(p)
@@ -54,11 +54,11 @@ func FuzzACI(f *testing.F) {
 		}
 		root, victim := filepath.Join(base, "root"), filepath.Join(base, "victim")
 		for _, d := range []string{root, victim} {
-			if err := os.Mkdir(d, 0o755); err != nil {
+			if err := os.Mkdir(d, 0o700); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(victim, "file"), []byte("victim"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(victim, "file"), []byte("victim"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		pr, pw := io.Pipe()
@@ -90,14 +90,14 @@ func FuzzLayoutArchive(f *testing.F) {
 		p := filepath.Join(base, "a.tar")
 		dir, victim := filepath.Join(base, "dir"), filepath.Join(base, "victim")
 		for _, d := range []string{dir, victim} {
-			if err := os.Mkdir(d, 0o755); err != nil {
+			if err := os.Mkdir(d, 0o700); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(victim, "file"), []byte("victim"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(victim, "file"), []byte("victim"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		_ = extractLayoutArchive(p, dir)

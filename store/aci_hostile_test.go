@@ -29,7 +29,7 @@ func TestHostileACIRefusedAtImport(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newStore(t)
 			p := filepath.Join(t.TempDir(), "x.aci")
-			if err := os.WriteFile(p, aciBytes(t, aciManifest("example.com/hostile", "1", "/x"), files), 0o644); err != nil {
+			if err := os.WriteFile(p, aciBytes(t, aciManifest("example.com/hostile", "1", "/x"), files), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			_, err := s.ImportACI(context.Background(), p, ACIOptions{}, FetchOptions{})
@@ -85,7 +85,7 @@ func sparseTar(name string, realSize int64) []byte {
 // its full size on disk).
 func TestOCIArchiveSparseRefused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "a.tar")
-	if err := os.WriteFile(p, sparseTar("blobs/sha256/big", 256<<20), 0o644); err != nil {
+	if err := os.WriteFile(p, sparseTar("blobs/sha256/big", 256<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -114,7 +114,7 @@ func TestACIChainGraphs(t *testing.T) {
 			}
 			m["dependencies"] = ds
 			p := filepath.Join(dir, n+".aci")
-			if err := os.WriteFile(p, aciBytes(t, m, nil), 0o644); err != nil {
+			if err := os.WriteFile(p, aciBytes(t, m, nil), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			paths[n] = p
@@ -170,7 +170,7 @@ func TestACINameChecked(t *testing.T) {
 		"evil\x1b]0;pwned\x07": false, "Example.com/App": false, "a//b": false, "/abs": false, "a b": false,
 	} {
 		p := filepath.Join(dir, "x.aci")
-		if err := os.WriteFile(p, aciBytes(t, aciManifest(name, "1", "/x"), nil), 0o644); err != nil {
+		if err := os.WriteFile(p, aciBytes(t, aciManifest(name, "1", "/x"), nil), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		m, err := ReadACIManifest(p)
@@ -234,7 +234,7 @@ func TestLegacyACIKeyChecked(t *testing.T) {
 func TestACIChangedWhileRead(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.aci")
-	if err := os.WriteFile(base, aciBytes(t, aciManifest("example.com/base", "1", "/x"), nil), 0o644); err != nil {
+	if err := os.WriteFile(base, aciBytes(t, aciManifest("example.com/base", "1", "/x"), nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m := aciManifest("example.com/top", "1", "/bin/app")
@@ -245,11 +245,11 @@ func TestACIChangedWhileRead(t *testing.T) {
 	key := "sha512-" + hex.EncodeToString(sum[:])[:64]
 	m["app"].(map[string]any)["exec"] = []string{"/bin/evil"}
 	top := filepath.Join(dir, key)
-	if err := os.WriteFile(top, aciBytes(t, m, rootfs), 0o644); err != nil {
+	if err := os.WriteFile(top, aciBytes(t, m, rootfs), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dep := func(id string) (string, error) {
-		if err := os.WriteFile(top, original, 0o644); err != nil { // the manifest was read
+		if err := os.WriteFile(top, original, 0o600); err != nil { // the manifest was read
 			t.Fatal(err)
 		}
 		return base, nil

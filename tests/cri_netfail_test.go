@@ -172,10 +172,10 @@ func TestCRIKilledDuringADD(t *testing.T) {
 	env := testutil.NewEnv(t)
 	bin := filepath.Join(env.Root, "cni-bin")
 	conf := filepath.Join(env.Root, "net-slow.d")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	if err := os.MkdirAll(bin, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "rkt-test-slow"), []byte(slowPlugin), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bin, "rkt-test-slow"), []byte(slowPlugin), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	writeCRINetwork(t, conf)
@@ -188,13 +188,13 @@ func TestCRIKilledDuringADD(t *testing.T) {
 	must(t, "parse conflist", json.Unmarshal(b, &list))
 	list["plugins"] = append(list["plugins"].([]any), map[string]any{"type": "rkt-test-slow"})
 	b, _ = json.Marshal(list)
-	must(t, "write conflist", os.WriteFile(listPath, b, 0o644))
+	must(t, "write conflist", os.WriteFile(listPath, b, 0o600))
 	bridge := list["plugins"].([]any)[0].(map[string]any)["bridge"].(string)
 	svc := startCRIService(t, env, "--cni-conf-dir="+conf, "--cni-bin-dir="+bin+","+pluginDir(t), "--repair-interval=1s")
 	c := dialCRI(t, svc)
 	t.Cleanup(func() { removeAllPods(t, c) })
 	// first of the cleanups: a failed test's pending ADD ends
-	t.Cleanup(func() { os.WriteFile(filepath.Join(bin, "release"), nil, 0o644) })
+	t.Cleanup(func() { os.WriteFile(filepath.Join(bin, "release"), nil, 0o600) })
 
 	go c.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: podConfig("killed-add", "")})
 	waitFile(t, filepath.Join(bin, "adding"))

@@ -161,7 +161,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	svc := startCRIService(b, env, "--log-level="+level)
 	dataDirs := map[string]string{} // stage1 logs to keep: file -> data dir
 	if keep != "" {
-		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o600) })
 		dataDirs[keep+".stage1"] = env.DataDir
 	}
 	only := os.Getenv("RKT_BENCH_ONLY")
@@ -189,7 +189,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		peers = append(peers, bp)
 		b.Cleanup(func() { removeAllPods(b, bp.c) })
 		if keep != "" {
-			b.Cleanup(func() { os.WriteFile(keep+".base", []byte(bsvc.Log()), 0o644) })
+			b.Cleanup(func() { os.WriteFile(keep+".base", []byte(bsvc.Log()), 0o600) })
 			dataDirs[keep+".base.stage1"] = benv.DataDir
 		}
 	}
@@ -233,7 +233,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			bs, _ := os.ReadFile(l)
 			all = append(all, bs...)
 		}
-		os.WriteFile(file, all, 0o644)
+		os.WriteFile(file, all, 0o600)
 	}
 	for _, p := range peers {
 		removeAllPods(b, p.c)

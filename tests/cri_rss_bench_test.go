@@ -85,7 +85,7 @@ func BenchmarkServiceRSS(b *testing.B) {
 	// RKT_BENCH_SVC_LOG=file keeps the service's log there (with
 	// GODEBUG=gctrace=1 in the environment: its GCs).
 	if keep := os.Getenv("RKT_BENCH_SVC_LOG"); keep != "" {
-		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o600) })
 	}
 	c := dialCRI(b, svc)
 	_, imgID := pullTestImage(b, c)

@@ -65,7 +65,7 @@ func BenchmarkCRIScale(b *testing.B) {
 	}
 	svc := startCRIService(b, env, "--log-level="+level)
 	if keep != "" {
-		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o600) })
 	}
 	c := dialCRI(b, svc)
 	_, imgID := pullTestImage(b, c)
@@ -187,7 +187,7 @@ func removePodsParallel(t testing.TB, c *criClient, pods []string) {
 
 // logMark appends a line to the service's log (to find a phase in it).
 func (s *criService) logMark(line string) {
-	if f, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+	if f, err := os.OpenFile(s.LogPath, os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		fmt.Fprintln(f, line)
 		f.Close()
 	}

@@ -69,7 +69,7 @@ spec:
 		}
 	}
 	start := time.Now()
-	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	poll("running", func(ctx context.Context) (bool, error) {
@@ -126,7 +126,7 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 			}
 			svc := startCRIService(b, env, "--log-level="+level)
 			if keep != "" {
-				b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o644) })
+				b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o600) })
 			}
 			endpoint = svc.Endpoint
 		} else {

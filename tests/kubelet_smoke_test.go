@@ -49,7 +49,7 @@ func startKubelet(t testing.TB, endpoint, root string) *kubelet {
 	k := &kubelet{t: t, Root: root, Manifests: filepath.Join(root, "manifests"), NodeName: "rkt-smoke",
 		logPath:     filepath.Join(root, "kubelet.log"),
 		HealthzPort: freePort(t), Port: freePort(t), ReadOnlyPort: freePort(t)}
-	if err := os.MkdirAll(k.Manifests, 0o755); err != nil {
+	if err := os.MkdirAll(k.Manifests, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// No QoS cgroups: pods go under the service's cgroup parent, which the
@@ -87,7 +87,7 @@ imageGCLowThresholdPercent: 99
 featureGates: {PodAndContainerStatsFromCRI: true}
 `, k.HealthzPort, k.Port, k.ReadOnlyPort, k.Manifests, filepath.Join(root, "logs"), endpoint)
 	cfgPath := filepath.Join(root, "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	restore := saveSysctls(t, kubeletSysctls...)
@@ -248,7 +248,7 @@ spec:
 `, ref)
 	manifestPath := filepath.Join(k.Manifests, "smoke.yaml")
 	start := time.Now()
-	if err := os.WriteFile(manifestPath, []byte(manifest), 0o644); err != nil {
+	if err := os.WriteFile(manifestPath, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	name := "smoke-" + k.NodeName

@@ -78,12 +78,12 @@ func TestWritableByOthers(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "rkt")
 	for _, d := range []string{"paths.d", "net.d", "trustedkeys/prefix.d"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, f := range []string{"paths.d/p.json", "net.d/n.conf", "trustedkeys/prefix.d/k"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

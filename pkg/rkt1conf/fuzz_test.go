@@ -24,10 +24,10 @@ func FuzzConfig(f *testing.F) {
 			filepath.Join(localDir, AuthDir, "a.json"):   other,
 		}
 		for p, b := range files {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(p, b, 0o644); err != nil {
+			if err := os.WriteFile(p, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}

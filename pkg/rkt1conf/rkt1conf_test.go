@@ -72,7 +72,7 @@ func TestUnused(t *testing.T) {
 // rkt command reads paths.d first: it would block them all).
 func TestDataDirRefusesNonFiles(t *testing.T) {
 	d := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(d, PathsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(d, PathsDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Mkfifo(filepath.Join(d, PathsDir, "fifo.json"), 0o600); err != nil {
