@@ -99,6 +99,7 @@ func (sv *supervisor) prestartApp(am *schema.App) error {
 		return nil // nothing to prepare: start does what is needed
 	}
 	a.manifest = *am
+	go warmCgroupAttach() // while the container is prepared
 	go func() {
 		defer a.mu.Unlock()
 		a.prestart()
