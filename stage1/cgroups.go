@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,10 +171,16 @@ func warmCgroupAttach() {
 	if !ok {
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(mnt, p, "cgroup.procs"), os.O_WRONLY, 0)
+	procs := filepath.Join(mnt, p, "cgroup.procs")
+	b, err := os.ReadFile(procs)
+	pid := strconv.Itoa(os.Getpid())
+	if err != nil || !slices.Contains(strings.Fields(string(b)), pid) {
+		return // not surely the cgroup it is in (a cgroup namespace): moving it would not be a no-op
+	}
+	f, err := os.OpenFile(procs, os.O_WRONLY, 0)
 	if err != nil {
 		return
 	}
-	f.WriteString(strconv.Itoa(os.Getpid()))
+	f.WriteString(pid)
 	f.Close()
 }
