@@ -313,12 +313,16 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 		head = append(head, "rkt/"+p.name)
 	}
 	fmt.Fprintln(w, "  "+strings.Join(append(head, "goal"), "\t")+"\t")
-	// row prints a row of values per peer (p99s: "" when none) and
+	// row prints a row of values per peer (p99s: nil when none) and
 	// returns rkt's ratio to the best peer.
 	row := func(name string, val, p99 map[string]float64, goal string, pass func(ratio float64) bool) float64 {
 		cells, best := []string{fmt.Sprintf("%-26s", name)}, 0.0
 		for _, p := range peers {
-			cells = append(cells, fmt.Sprintf("%.2f", val[p.name]), p99cell(p99, p.name))
+			if p99 == nil {
+				cells = append(cells, fmt.Sprintf("%.0f", val[p.name]), "-")
+			} else {
+				cells = append(cells, fmt.Sprintf("%.2f", val[p.name]), fmt.Sprintf("%.2f", p99[p.name]))
+			}
 			if p.ref && (best == 0 || val[p.name] < best) {
 				best = val[p.name]
 			}
@@ -385,14 +389,6 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 	for _, p := range peers {
 		b.ReportMetric(float64(podPSS[p.name])/1024, p.name+"-pod-pss-MiB")
 	}
-}
-
-// p99cell is the p99 of name, or "-" for rows without one.
-func p99cell(p99 map[string]float64, name string) string {
-	if p99 == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", p99[name])
 }
 
 // measureTenPods times the List/Status/Stats calls at 10 running pods of
