@@ -105,7 +105,12 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 	if err := r.move(p, dirRun); err != nil {
 		return err
 	}
-	err := r.startMoved(ctx, p, l, mode)
+	sl, err := lock.TryExclusive(p.layout().Starting(), lock.RegFile)
+	if err != nil {
+		return fmt.Errorf("cannot lock the start of pod %s: %w", p.uuid, err)
+	}
+	defer sl.Close()
+	err = r.startMoved(ctx, p, l, mode)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()

@@ -161,14 +161,20 @@ esac
 exit 0
 `
 
-// TestCRIKilledDuringADD: the service and the sandbox's supervisor are
-// SIGKILLed while the sandbox's CNI ADDs run (the bridge plugin's done:
-// veth, address and NAT rules exist; the next one's ADD still runs). With
-// no kubelet to stop the sandbox, the service's repair releases all of it
+// TestCRIKilledDuringADD: the service is SIGKILLed while the sandbox's CNI
+// ADDs run (the bridge plugin's done: veth, address and NAT rules exist; the
+// next one's ADD still runs), its supervisor killed too or left running
+// (the service starts it during the ADDs). With no kubelet to stop the
+// sandbox, the restarted service's repair stops and releases all of it
 // (and stops the orphaned ADD); the sandbox stays listed, not ready, until
 // it is removed.
 func TestCRIKilledDuringADD(t *testing.T) {
 	requireRoot(t)
+	t.Run("stage1 killed", func(t *testing.T) { testCRIKilledDuringADD(t, true) })
+	t.Run("stage1 alive", func(t *testing.T) { testCRIKilledDuringADD(t, false) })
+}
+
+func testCRIKilledDuringADD(t *testing.T, killStage1 bool) {
 	env := testutil.NewEnv(t)
 	bin := filepath.Join(env.Root, "cni-bin")
 	conf := filepath.Join(env.Root, "net-slow.d")
@@ -206,7 +212,9 @@ func TestCRIKilledDuringADD(t *testing.T) {
 	if veths, _ := exec.Command("ip", "-o", "link", "show", "master", bridge).Output(); len(veths) == 0 {
 		t.Fatal("no veth on the bridge while the ADD runs")
 	}
-	killAStage1(t, env.DataDir)
+	if killStage1 {
+		killAStage1(t, env.DataDir)
+	}
 	svc.Kill()
 	svc.Restart()
 
