@@ -105,11 +105,15 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 	if err := r.move(p, dirRun); err != nil {
 		return err
 	}
-	sl, err := lock.TryExclusive(p.layout().Starting(), lock.RegFile)
+	sf, err := fileperm.OpenFile(p.layout().Starting(), os.O_RDONLY|os.O_CREATE, fileperm.Shared)
 	if err != nil {
+		return fmt.Errorf("cannot create the start lock of pod %s: %w", p.uuid, err)
+	}
+	sl := lock.FromFile(sf)
+	defer sl.Close()
+	if err := sl.TryExclusiveLock(); err != nil {
 		return fmt.Errorf("cannot lock the start of pod %s: %w", p.uuid, err)
 	}
-	defer sl.Close()
 	err = r.startMoved(ctx, p, l, mode)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
