@@ -95,7 +95,7 @@ func TestCRIStopPodNATGone(t *testing.T) {
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)
 	id := rp.PodSandboxId
-	removeNATOf(t, id)
+	testutil.RemovePodNAT(t, id, false)
 	_, err = c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 	must(t, "StopPodSandbox", err)
 	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
@@ -107,41 +107,6 @@ func TestCRIStopPodNATGone(t *testing.T) {
 	for _, l := range testutil.FindLeaks(env.DataDir, env.SeenPods()) {
 		if l.PID() != svc.cmd.Process.Pid {
 			t.Errorf("left behind: %v", l)
-		}
-	}
-}
-
-// removeNATOf deletes the nat rules tagged with a pod and the per-pod
-// chains they jump to, as `iptables -t nat -F; iptables -t nat -X` would
-// (without touching anyone else's).
-func removeNATOf(t *testing.T, uuid string) {
-	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chains := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, uuid) {
-			continue
-		}
-		args := strings.Fields(l)
-		if c := args[len(args)-1]; args[len(args)-2] == "-j" && strings.HasPrefix(c, "CNI-") && !strings.HasPrefix(c, "CNI-HOSTPORT") {
-			chains[c] = true
-		}
-		// iptables-save quotes the comment as a shell would
-		if out, err := exec.Command("sh", "-c", "iptables -w -t nat -D "+strings.TrimPrefix(l, "-A ")).CombinedOutput(); err != nil {
-			t.Fatalf("iptables -D %s: %v: %s", l, err, out)
-		}
-	}
-	if len(chains) == 0 {
-		t.Fatalf("pod %s has no NAT chain:\n%s", uuid, out)
-	}
-	for ch := range chains {
-		for _, op := range []string{"-F", "-X"} {
-			if out, err := exec.Command("iptables", "-w", "-t", "nat", op, ch).CombinedOutput(); err != nil {
-				t.Fatalf("iptables %s %s: %v: %s", op, ch, err, out)
-			}
 		}
 	}
 }
