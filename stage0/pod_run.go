@@ -124,8 +124,8 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 		return err
 	}
 	if err := fileperm.WriteFileVolatile(p.layout().Started(), nil, fileperm.Shared); err != nil {
-		// only costs an early release of its resources once it exited
-		r.log.Warn("cannot mark a pod started", "pod", p.uuid, "error", err)
+		// the repair will take it for cut off and stop it (a full disk?)
+		r.log.Error("cannot mark a pod started", "pod", p.uuid, "error", err)
 	}
 	return nil
 }
