@@ -131,10 +131,10 @@ func startContainerdDist(t testing.TB, d containerdDist, regAddr, pauseRef strin
 	writeCRINetwork(t, netDir)
 	hostsDir := filepath.Join(dir, "certs.d")
 	hosts := fmt.Sprintf("server = %[1]q\n[host.%[1]q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+regAddr)
-	if err := os.MkdirAll(filepath.Join(hostsDir, regAddr), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(hostsDir, regAddr), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(hostsDir, regAddr, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hostsDir, regAddr, "hosts.toml"), []byte(hosts), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if d.specVersion != "" {
