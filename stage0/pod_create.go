@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
@@ -274,12 +272,19 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 }
 
 // commit writes the app's record and manifest, then the pod manifest that
-// lists it. The three are staged (and the files of sync synced) at once, so
-// that their syncs overlap; the app's two are then put in place and their
-// directory synced before the pod manifest is, so that the app is never
-// listed before its files are durable. The caller removes the app
-// directory on error.
+// lists it. The files of sync are synced and the three staged (written and
+// synced under temporary names) first; the app's two are then put in place
+// and their directory synced once, and only then the pod manifest, so that
+// the app is never listed before its files are durable. (The syncs run one
+// after the other: syncs run at once would each hold an OS thread of the
+// service, whose count must not grow with concurrent calls.) The caller
+// removes the app directory on error.
 func (na *newApp) commit(p *pod, sync ...string) error {
+	for _, f := range sync {
+		if err := fileperm.SyncFile(f); err != nil {
+			return err
+		}
+	}
 	appDir := p.appDir(na.app.Name)
 	files := []struct {
 		path, what string
@@ -296,24 +301,14 @@ func (na *newApp) commit(p *pod, sync ...string) error {
 			s.Discard()
 		}
 	}()
-	var g errgroup.Group
-	for _, f := range sync {
-		g.Go(func() error { return fileperm.SyncFile(f) })
-	}
 	for i, f := range files {
-		g.Go(func() error {
-			b, err := encodeJSON(f.path, f.v)
-			if err == nil {
-				staged[i], err = fileperm.Stage(f.path, b, f.c)
-			}
-			if err != nil {
-				return fmt.Errorf("cannot %s: %w", f.what, err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
+		b, err := encodeJSON(f.path, f.v)
+		if err == nil {
+			staged[i], err = fileperm.Stage(f.path, b, f.c)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot %s: %w", f.what, err)
+		}
 	}
 	for _, s := range staged[:2] {
 		if err := s.Install(); err != nil {

@@ -26,21 +26,8 @@ func podHostname(pm *schema.PodManifest) string {
 // writeEtcFiles writes the pod's hosts, hostname and resolv.conf, which
 // every app bind-mounts.
 func writeEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) error {
-	if err := writeHostname(p, pm); err != nil {
-		return err
-	}
-	return writeNetEtcFiles(p, pm, nr)
-}
-
-// writeHostname writes the pod's hostname file, which needs no network.
-func writeHostname(p *pod, pm *schema.PodManifest) error {
-	return writeEtcFile(p, podHostnameFile, podHostname(pm)+"\n")
-}
-
-// writeNetEtcFiles writes the pod's hosts and resolv.conf, which name the
-// network's addresses and DNS.
-func writeNetEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) error {
 	hostNet := pm.Net == networking.NetHost
+	hostname := podHostname(pm)
 	var hosts strings.Builder
 	if hostNet {
 		if b, err := os.ReadFile("/etc/hosts"); err == nil {
@@ -49,22 +36,24 @@ func writeNetEtcFiles(p *pod, pm *schema.PodManifest, nr *networking.Result) err
 	} else {
 		hosts.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 		for _, ip := range nr.PodIPs() {
-			fmt.Fprintf(&hosts, "%s\t%s\n", ip, podHostname(pm))
+			fmt.Fprintf(&hosts, "%s\t%s\n", ip, hostname)
 		}
 	}
 	resolv, err := resolvConf(pm.DNS, nr, hostNet)
 	if err != nil {
 		return err
 	}
-	if err := writeEtcFile(p, podHostsFile, hosts.String()); err != nil {
-		return err
-	}
-	return writeEtcFile(p, podResolvFile, resolv)
-}
-
-func writeEtcFile(p *pod, name, data string) error {
-	if err := fileperm.WriteFileVolatile(filepath.Join(p.dir, name), []byte(data), fileperm.Public); err != nil {
-		return fmt.Errorf("cannot write %s of pod %s: %w", name, p.uuid, err)
+	for _, f := range []struct {
+		name string
+		data string
+	}{
+		{podHostsFile, hosts.String()},
+		{podHostnameFile, hostname + "\n"},
+		{podResolvFile, resolv},
+	} {
+		if err := fileperm.WriteFileVolatile(filepath.Join(p.dir, f.name), []byte(f.data), fileperm.Public); err != nil {
+			return fmt.Errorf("cannot write %s of pod %s: %w", f.name, p.uuid, err)
+		}
 	}
 	return nil
 }

@@ -193,12 +193,6 @@ func (r *Runtime) startAddingNet(ctx context.Context, p *pod, pm *schema.PodMani
 		addc <- added{net, err}
 	}()
 	s1, err := r.startSupervisor(ctx, p, pm, l, mode, t0)
-	if err == nil {
-		err = writeHostname(p, pm) // while the ADDs run
-		if err != nil {
-			s1.stop()
-		}
-	}
 	if err != nil {
 		cancel()
 		<-addc // a failed ADD rolled back; the caller's cleanup does the rest
@@ -210,7 +204,7 @@ func (r *Runtime) startAddingNet(ctx context.Context, p *pod, pm *schema.PodMani
 		return fmt.Errorf("cannot set up the network of pod %s: %w", p.uuid, a.err)
 	}
 	r.log.Debug("pod network set up", "pod", p.uuid, "net", pm.Net, "after", time.Since(t0))
-	if err := writeNetEtcFiles(p, pm, a.net); err != nil {
+	if err := writeEtcFiles(p, pm, a.net); err != nil {
 		s1.stop()
 		return err
 	}
