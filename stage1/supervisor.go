@@ -38,7 +38,13 @@ type supervisor struct {
 	systemd    bool
 	pidns      *pidnsHolder
 	spawner    *spawner
-	listener   net.Listener
+	listener   *net.UnixListener
+	serveDone  chan struct{} // closed when serve returns
+
+	// refresh (refresh.go)
+	refreshDelay time.Duration
+	sigs         chan os.Signal
+	sigPause     chan chan struct{}
 
 	mu       sync.Mutex
 	apps     map[string]*app
@@ -46,6 +52,11 @@ type supervisor struct {
 	allUp    bool          // mode run: every app of the manifest was started
 	done     chan struct{} // closed when the supervisor must exit
 	doneOnce sync.Once
+	busy     int           // connections and app exits being handled
+	dirty    bool          // work was done since the last refresh
+	execing  bool          // a refresh is under way
+	attempt  chan struct{} // closed when that refresh gives up
+	idle     *time.Timer   // starts a refresh
 
 	cleanupOnce sync.Once
 }
@@ -69,8 +80,24 @@ func readManifest(podDir string) (*schema.PodManifest, error) {
 	return &m, nil
 }
 
-// runSupervisor is `stage1 run`.
-func runSupervisor(podDir, mode string) error {
+// runSupervisor is `stage1 run`. The main goroutine runs the spawner.
+func runSupervisor(podDir, mode string, refreshDelay time.Duration) error {
+	s := newSpawner()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- startSupervisor(s, podDir, mode, refreshDelay)
+		s.stop()
+	}()
+	s.loop()
+	return <-errc
+}
+
+func newSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration) *supervisor {
+	return &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: s,
+		refreshDelay: refreshDelay, sigs: make(chan os.Signal, 1), sigPause: make(chan chan struct{})}
+}
+
+func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration) error {
 	// Neither the pod lock nor the readiness pipe may leak into apps.
 	unix.CloseOnExec(lockFd)
 	unix.CloseOnExec(readyFd)
@@ -79,14 +106,8 @@ func runSupervisor(podDir, mode string) error {
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
-	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: newSpawner()}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	go func() {
-		s := <-sigs
-		slog.Info("stopping the pod", "signal", s)
-		sv.shutdown(sigtermGrace)
-	}()
+	sv := newSupervisor(s, podDir, mode, refreshDelay)
+	sv.handleSignals()
 	if err := sv.setup(); err != nil {
 		sv.cleanup()
 		return reportReady(ready, err)
@@ -105,10 +126,83 @@ func runSupervisor(podDir, mode string) error {
 		sv.appExited()
 	}
 	reportReady(ready, nil)
-	go sv.serve()
+	sv.enter() // the setup's work
+	sv.leave()
+	return sv.serveUntilDone()
+}
+
+// serveUntilDone answers on the socket until the supervisor must exit.
+func (sv *supervisor) serveUntilDone() error {
+	sv.startServing()
 	<-sv.done
 	sv.cleanup()
 	return nil
+}
+
+// handleSignals stops the pod on SIGTERM, SIGINT or SIGHUP. A refresh
+// pauses it (sigPause) so that no signal is taken and then lost.
+func (sv *supervisor) handleSignals() {
+	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go func() {
+		for {
+			select {
+			case s := <-sv.sigs:
+				slog.Info("stopping the pod", "signal", s)
+				sv.shutdown(sigtermGrace)
+				return
+			case paused := <-sv.sigPause:
+				sv.mu.Lock()
+				attempt := sv.attempt
+				sv.mu.Unlock()
+				close(paused)
+				<-attempt
+			}
+		}
+	}()
+}
+
+// enter marks a connection or an app exit as being handled: no refresh
+// until leave.
+func (sv *supervisor) enter() {
+	sv.mu.Lock()
+	sv.busy++
+	sv.dirty = true
+	if sv.idle != nil {
+		sv.idle.Stop()
+	}
+	sv.mu.Unlock()
+}
+
+// enterOrWait is enter for an app's exit, which a refresh under way would
+// lose: it waits until that refresh gives up (or the execve ends this
+// goroutine; the resumed supervisor reaps the app).
+func (sv *supervisor) enterOrWait() {
+	for {
+		sv.mu.Lock()
+		if !sv.execing {
+			sv.mu.Unlock()
+			sv.enter()
+			return
+		}
+		attempt := sv.attempt
+		sv.mu.Unlock()
+		<-attempt
+	}
+}
+
+// leave ends what enter began; the last one arms the refresh.
+func (sv *supervisor) leave() {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.busy--
+	if sv.busy > 0 || !sv.dirty || sv.stopping || sv.refreshDelay <= 0 {
+		return
+	}
+	if sv.idle == nil {
+		sv.idle = time.AfterFunc(sv.refreshDelay, sv.refresh)
+	} else {
+		sv.idle.Reset(sv.refreshDelay)
+	}
 }
 
 // reportReady writes "ok" or the error on the readiness pipe and closes it.

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// An idle supervisor need not be a Go process. What a start, an exec or an
+// app's exit leaves in a Go heap (libcontainer's configs, JSON type caches,
+// grown stacks, spans half used) stays resident, and even a fresh Go image
+// of this binary holds ~1.2 MiB of its own and maps most of the binary's
+// pages. After refreshDelay with nothing in flight, the supervisor
+// re-executes its own binary from the main thread as `stage1 lean`
+// (lean.go: C, ~0.1 MiB): the same process, pid, children and descriptors.
+// It logs the apps' output and, on anything else, execs `stage1 resume`,
+// the Go supervisor, which reads back what it must know (resumeState) from
+// a memfd that the lean image passes on untouched.
+
+// defaultRefreshDelay is long enough that a burst of calls (a pod being
+// set up, exec probes) costs one refresh, not one each.
+const defaultRefreshDelay = 5 * time.Second
+
+// errRefreshBusy: something came in while the refresh was being prepared.
+var errRefreshBusy = errors.New("busy")
+
+// resumeState is what `stage1 resume` reads from its state descriptor.
+type resumeState struct {
+	PodDir       string        `json:"podDir"`
+	Mode         string        `json:"mode"`
+	Debug        bool          `json:"debug,omitempty"`
+	RefreshDelay time.Duration `json:"refreshDelay"`
+	Namespaces   nsState       `json:"namespaces"`
+	AllUp        bool          `json:"allUp,omitempty"`
+	Listener     int           `json:"listener"`
+	PIDNS        *holderState  `json:"pidns,omitempty"`
+	Apps         []appState    `json:"apps,omitempty"`
+}
+
+type nsState struct {
+	Net, IPC, UTS, PID, User string
+}
+
+type holderState struct {
+	Pid      int  `json:"pid"`
+	InUserNS bool `json:"inUserNS,omitempty"`
+}
+
+// appState is an app the supervisor knows; a running one also has its
+// descriptors (-1: none).
+type appState struct {
+	Name      string           `json:"name"`
+	Manifest  schema.App       `json:"manifest"`
+	Status    schema.AppStatus `json:"status"`
+	Terminal  bool             `json:"terminal,omitempty"`
+	Resources json.RawMessage  `json:"resources,omitempty"`
+	Log       int              `json:"log"`
+	Out       int              `json:"out"`
+	Err       int              `json:"err"`
+	Stdin     int              `json:"stdin"`
+	Pty       int              `json:"pty"`
+}
+
+// refresh is the idle timer's: it re-executes the supervisor as `stage1
+// lean` unless something is in flight.
+func (sv *supervisor) refresh() {
+	sv.mu.Lock()
+	if sv.busy > 0 || sv.stopping || sv.execing || !sv.dirty {
+		sv.mu.Unlock()
+		return
+	}
+	sv.execing = true
+	sv.attempt = make(chan struct{})
+	sv.mu.Unlock()
+	err := sv.reexec() // returns only if the supervisor was not replaced
+	sv.mu.Lock()
+	sv.execing = false
+	close(sv.attempt)
+	if err != nil && !errors.Is(err, errRefreshBusy) {
+		slog.Warn("cannot refresh the supervisor; no more refreshes", "error", err)
+		sv.refreshDelay = 0
+	}
+	sv.mu.Unlock()
+}
+
+// reexec stops the signal handler, the listener and the output pumps,
+// logs the partial lines (P entries), then execs `stage1 lean` on the main
+// thread; on failure it restarts what it stopped.
+func (sv *supervisor) reexec() error {
+	paused := make(chan struct{})
+	select {
+	case sv.sigPause <- paused:
+		<-paused
+	case <-time.After(time.Second): // it is stopping the pod
+		return errRefreshBusy
+	}
+	if len(sv.sigs) > 0 {
+		return errRefreshBusy
+	}
+	sv.listener.SetDeadline(time.Unix(1, 0))
+	<-sv.serveDone
+	sv.listener.SetDeadline(time.Time{})
+	defer sv.startServing() // reached only if the exec did not happen
+	sv.mu.Lock()
+	busy := sv.busy > 0 || sv.stopping
+	sv.mu.Unlock()
+	if busy {
+		return errRefreshBusy
+	}
+	apps := sv.snapshot()
+	for _, a := range apps {
+		a.mu.Lock()
+		if a.aio != nil {
+			a.aio.pausePumps()
+			a.aio.outLS.Flush()
+			a.aio.errLS.Flush()
+		}
+		a.mu.Unlock()
+	}
+	defer func() {
+		for _, a := range apps {
+			a.mu.Lock()
+			if a.aio != nil {
+				a.aio.startPumps()
+			}
+			a.mu.Unlock()
+		}
+	}()
+	st, fds, closers, err := sv.state(apps)
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	return sv.spawner.do(func() error { return execLean(st, fds) })
+}
+
+// state describes the supervisor for `stage1 resume`: the state and the
+// descriptors it names; closers are the duplicates made for it.
+func (sv *supervisor) state(apps []*app) (*resumeState, []int, []io.Closer, error) {
+	st := &resumeState{PodDir: sv.podDir, Mode: sv.mode, Debug: logLevel.Level() <= slog.LevelDebug,
+		RefreshDelay: sv.refreshDelay, Listener: -1,
+		Namespaces: nsState{Net: sv.namespaces.net, IPC: sv.namespaces.ipc, UTS: sv.namespaces.uts,
+			PID: sv.namespaces.pid, User: sv.namespaces.user}}
+	sv.mu.Lock()
+	st.AllUp = sv.allUp
+	sv.mu.Unlock()
+	if sv.pidns != nil {
+		st.PIDNS = &holderState{Pid: sv.pidns.pid, InUserNS: sv.pidns.inUserNS}
+	}
+	lf, err := sv.listener.File()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("cannot duplicate the control socket: %w", err)
+	}
+	closers := []io.Closer{lf}
+	st.Listener = fileFd(lf)
+	fds := []int{lockFd, st.Listener}
+	for _, a := range apps {
+		a.mu.Lock()
+		as := appState{Name: a.name, Manifest: a.manifest, Status: a.status, Terminal: a.terminal,
+			Resources: a.resources, Log: -1, Out: -1, Err: -1, Stdin: -1, Pty: -1}
+		if a.aio != nil {
+			aio := a.aio
+			as.Log = fileFd(a.log.file())
+			as.Out, as.Err, as.Pty = fileFd(aio.outR), fileFd(aio.errR), fileFd(aio.pty)
+			if aio.stdinW != nil && a.stdin != nil {
+				as.Stdin = fileFd(aio.stdinW)
+			}
+			for _, fd := range []int{as.Log, as.Out, as.Err, as.Stdin, as.Pty} {
+				if fd >= 0 {
+					fds = append(fds, fd)
+				}
+			}
+		}
+		a.mu.Unlock()
+		st.Apps = append(st.Apps, as)
+	}
+	return st, fds, closers, nil
+}
+
+// fileFd is f's descriptor (-1 for nil), without making it blocking as
+// Fd would.
+func fileFd(f *os.File) int {
+	if f == nil {
+		return -1
+	}
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(u uintptr) { fd = int(u) })
+	}
+	return fd
+}
+
+// execLean writes the state to a memfd and execs `stage1 lean` with it and
+// fds inherited. It runs on the main thread, the parent of the pod's
+// processes, and returns only on failure.
+func execLean(st *resumeState, fds []int) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("cannot encode the supervisor's state: %w", err)
+	}
+	mfd, err := unix.MemfdCreate("stage1-state", 0)
+	if err != nil {
+		return fmt.Errorf("cannot create the state file: %w", err)
+	}
+	defer unix.Close(mfd)
+	mf := os.NewFile(uintptr(mfd), "stage1-state")
+	if _, err := mf.Write(b); err != nil {
+		return fmt.Errorf("cannot write the state file: %w", err)
+	}
+	if _, err := unix.Seek(mfd, 0, io.SeekStart); err != nil {
+		return fmt.Errorf("cannot rewind the state file: %w", err)
+	}
+	args := []string{os.Args[0], "lean", "--pod-dir=" + st.PodDir, "--state-fd=" + strconv.Itoa(mfd),
+		"--listener=" + strconv.Itoa(st.Listener)}
+	for _, as := range st.Apps {
+		if as.Status.State != schema.AppRunning || (as.Out < 0 && as.Pty < 0) {
+			continue
+		}
+		out, errFd := as.Out, as.Err
+		if as.Pty >= 0 {
+			out, errFd = as.Pty, -1
+		}
+		args = append(args, fmt.Sprintf("--app=%d,%d,%d,%d", as.Status.Pid, as.Log, out, errFd))
+	}
+	// No fork may inherit the descriptors while they lack close-on-exec.
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	for _, fd := range fds {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+			return fmt.Errorf("cannot pass descriptor %d on: %w", fd, err)
+		}
+	}
+	slog.Debug("refreshing the supervisor", "apps", len(st.Apps))
+	err = unix.Exec("/proc/self/exe", args, os.Environ())
+	for _, fd := range fds {
+		unix.CloseOnExec(fd)
+	}
+	return fmt.Errorf("cannot re-execute the supervisor: %w", err)
+}
+
+// resumeSupervisor is `stage1 resume`: the Go supervisor again, after
+// `stage1 lean`; stop is the signal that woke it to stop the pod, if any.
+func resumeSupervisor(stateFd int, stop syscall.Signal) error {
+	s := newSpawner()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- resume(s, stateFd, stop)
+		s.stop()
+	}()
+	s.loop()
+	return <-errc
+}
+
+func resume(s *spawner, stateFd int, stop syscall.Signal) error {
+	unix.CloseOnExec(lockFd)
+	f := os.NewFile(uintptr(stateFd), "stage1-state")
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("cannot read the supervisor's state: %w", err)
+	}
+	var st resumeState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("cannot decode the supervisor's state: %w", err)
+	}
+	if st.Debug {
+		logLevel.Set(slog.LevelDebug)
+	}
+	sv := newSupervisor(s, st.PodDir, st.Mode, st.RefreshDelay)
+	sv.allUp = st.AllUp
+	sv.namespaces = podNamespaces{net: st.Namespaces.Net, ipc: st.Namespaces.IPC, uts: st.Namespaces.UTS,
+		pid: st.Namespaces.PID, user: st.Namespaces.User}
+	sv.limits = currentLimits()
+	sv.systemd = systemdRunning()
+	if st.PIDNS != nil {
+		sv.pidns = &pidnsHolder{pid: st.PIDNS.Pid, inUserNS: st.PIDNS.InUserNS}
+	}
+	var running []*app
+	for i := range st.Apps {
+		if a := sv.adopt(&st.Apps[i]); a.running() {
+			running = append(running, a)
+		}
+	}
+	if sv.manifest, err = readManifest(st.PodDir); err != nil {
+		slog.Warn("resuming without the pod manifest", "error", err)
+	}
+	lf := adoptFile(st.Listener, "stage1.sock")
+	l, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		sv.shutdown(0)
+		sv.cleanup()
+		return fmt.Errorf("cannot take over the control socket: %w", err)
+	}
+	sv.listener = l.(*net.UnixListener)
+	for _, a := range running {
+		a.aio.startPumps()
+		go a.wait()
+	}
+	sv.handleSignals()
+	if stop != 0 {
+		go func() {
+			slog.Info("stopping the pod", "signal", stop)
+			sv.shutdown(sigtermGrace)
+		}()
+	}
+	slog.Debug("supervisor refreshed", "apps", len(st.Apps), "running", len(running))
+
+	return sv.serveUntilDone()
+}
+
+// adopt rebuilds an app of the state.
+func (sv *supervisor) adopt(as *appState) *app {
+	a := &app{sv: sv, name: as.Name, manifest: as.Manifest, status: as.Status, terminal: as.Terminal,
+		resources: as.Resources}
+	sv.apps[a.name] = a
+	if as.Out < 0 && as.Pty < 0 {
+		return a
+	}
+	a.log = &LogWriter{path: a.logPath(), f: adoptFile(as.Log, a.logPath()), now: time.Now}
+	aio := &appIO{a: a, lw: a.log, outR: adoptFile(as.Out, "stdout"), errR: adoptFile(as.Err, "stderr"),
+		pty: adoptFile(as.Pty, "pty"), stdinW: adoptFile(as.Stdin, "stdin")}
+	aio.outLS, aio.errLS = newLineSplitter(a.log, "stdout"), newLineSplitter(a.log, "stderr")
+	a.stdout, a.stderr = newBroadcaster(), newBroadcaster()
+	a.pty = aio.pty
+	switch {
+	case aio.stdinW != nil:
+		a.stdin = aio.stdinW
+	case aio.pty != nil && a.manifest.Stdin:
+		a.stdin = aio.pty
+	}
+	a.aio = aio
+	a.exited = make(chan struct{})
+	return a
+}
+
+// adoptFile takes an inherited descriptor (nil for -1) and marks it
+// close-on-exec again.
+func adoptFile(fd int, name string) *os.File {
+	if fd < 0 {
+		return nil
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), name)
+}
