@@ -28,9 +28,10 @@ import (
 // the Go supervisor, which reads back what it must know (resumeState) from
 // a memfd that the lean image passes on untouched.
 
-// defaultRefreshDelay is long enough that a burst of calls (a pod being
-// set up, exec probes) costs one refresh, not one each.
-const defaultRefreshDelay = 5 * time.Second
+// defaultRefreshDelay is longer than the kubelet's default probe period
+// (10 s): a pod with exec probes keeps its Go supervisor instead of paying
+// the exec of the Go image (~20 ms) on every probe.
+const defaultRefreshDelay = 15 * time.Second
 
 // errRefreshBusy: something came in while the refresh was being prepared.
 var errRefreshBusy = errors.New("busy")

@@ -43,7 +43,7 @@ func BenchmarkPodMemory(b *testing.B) {
 		_, err = c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctrs[i]})
 		must(b, "ContainerStatus", err)
 	}
-	time.Sleep(8 * time.Second) // the supervisors refresh 5 s after their last call
+	time.Sleep(17 * time.Second) // an idle supervisor goes lean after 15 s
 	var pss, rss, anon, threads, holder int
 	var pids []string
 	for _, id := range pods {
@@ -63,6 +63,21 @@ func BenchmarkPodMemory(b *testing.B) {
 		n, (pss+holder)/n, pss/n, holder/n, rss/n, anon/n, float64(threads)/n)
 	b.ReportMetric(float64(pss+holder)/n/1024, "pod-pss-MiB")
 	b.ReportMetric(float64(anon)/n/1024, "supervisor-anon-MiB")
+	// An idle supervisor is `stage1 lean`: the first call execs the Go
+	// supervisor again. Time an ExecSync on idle pods, then right after.
+	var idleLat, busyLat []time.Duration
+	for _, ct := range ctrs {
+		for _, l := range []*[]time.Duration{&idleLat, &busyLat} {
+			t0 := time.Now()
+			_, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ct, Cmd: []string{"true"}, Timeout: 10})
+			must(b, "ExecSync", err)
+			*l = append(*l, time.Since(t0))
+		}
+	}
+	fmt.Printf("BenchmarkPodMemory: ExecSync p50 %.2f ms on an idle pod (lean supervisor), %.2f ms right after\n",
+		ms(percentile(idleLat, 50)), ms(percentile(busyLat, 50)))
+	b.ReportMetric(ms(percentile(idleLat, 50)), "execsync-idle-p50-ms")
+	b.ReportMetric(ms(percentile(busyLat, 50)), "execsync-busy-p50-ms")
 	if d, err := time.ParseDuration(os.Getenv("RKT_BENCH_HOLD")); err == nil {
 		fmt.Printf("BenchmarkPodMemory: supervisors %s; holding for %s (SIGUSR1 ends it)\n", strings.Join(pids, " "), d)
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGUSR1)
