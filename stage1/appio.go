@@ -135,15 +135,23 @@ func (aio *appIO) startPumps() {
 }
 
 // pausePumps stops the pumps without losing output: what they have not
-// read stays in the pipes, a partial line in the splitters.
-func (aio *appIO) pausePumps() {
-	for _, f := range aio.outputs() {
-		f.SetReadDeadline(time.Unix(1, 0))
+// read stays in the pipes, a partial line in the splitters. It fails (and
+// stops nothing) if an output does not take deadlines.
+func (aio *appIO) pausePumps() error {
+	outs := aio.outputs()
+	for i, f := range outs {
+		if err := f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+			for _, g := range outs[:i] {
+				g.SetReadDeadline(time.Time{})
+			}
+			return fmt.Errorf("cannot pause the output of app %q: %w", aio.a.name, err)
+		}
 	}
 	aio.pumps.Wait()
-	for _, f := range aio.outputs() {
+	for _, f := range outs {
 		f.SetReadDeadline(time.Time{})
 	}
+	return nil
 }
 
 func (aio *appIO) outputs() []*os.File {

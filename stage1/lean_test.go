@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -45,6 +46,7 @@ func TestLeanSupervisor(t *testing.T) {
 	p.addApp("talker", schema.App{}, []string{"sh", "-c",
 		"echo one; printf 'par'; sleep 1; echo tial; i=0; while true; do i=$((i+1)); echo tick$i; sleep 0.2; done"}, nil)
 	p.addApp("short", schema.App{}, []string{"sh", "-c", "sleep 1; echo done; exit 3"}, nil)
+	p.addApp("sleeper", schema.App{}, []string{"sh", "-c", "trap 'exit 143' TERM; while true; do sleep 0.1; done"}, nil)
 	p.addApp("ttyapp", schema.App{TTY: true, Stdin: true}, []string{"sh", "-c", "stty -echo; while read l; do echo tty:$l; done"}, nil)
 	p.mustStart(modeSandbox)
 	c := p.client
@@ -83,6 +85,24 @@ func TestLeanSupervisor(t *testing.T) {
 	p.waitLog("ttyapp", "stdout F tty:hello")
 	cancel()
 	<-attached
+	// the other calls on a lean supervisor
+	p.waitImage("lean")
+	if err := c.ReopenLog(ctx(t), "talker"); err != nil {
+		t.Errorf("reopen-log after lean: %v", err)
+	}
+	p.waitImage("lean")
+	mem := int64(64 << 20)
+	if err := c.UpdateResources(ctx(t), "talker", &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &mem}}); err != nil {
+		t.Errorf("update after lean: %v", err)
+	}
+	p.waitImage("lean")
+	if out, _ := p.exec("talker", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes"); strings.TrimSpace(out) != "67108864" {
+		if out2, _ := p.exec("talker", "cat", "/sys/fs/cgroup/memory.max"); strings.TrimSpace(out2) != "67108864" {
+			t.Errorf("memory limit after the update: %q %q", out, out2)
+		}
+	}
+	p.waitImage("lean")
+	p.waitLog("talker", "stdout F tick12")
 	// an app that exits while the supervisor is lean: its status is recorded
 	if err := c.StartApp(ctx(t), "short"); err != nil {
 		t.Fatal(err)
@@ -106,6 +126,22 @@ func TestLeanSupervisor(t *testing.T) {
 	}
 	if st := p.status("talker"); st.State != schema.AppExited || st.ExitCode != 137 {
 		t.Errorf("talker killed while lean: %+v", st)
+	}
+	// stop and remove on a lean supervisor
+	p.waitImage("lean")
+	if err := c.StartApp(ctx(t), "sleeper"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitImage("lean")
+	if err := c.StopApp(ctx(t), "sleeper", 5*time.Second); err != nil {
+		t.Errorf("stop after lean: %v", err)
+	}
+	if st := p.status("sleeper"); st.State != schema.AppExited || st.ExitCode != 143 {
+		t.Errorf("sleeper stopped: %+v", st)
+	}
+	p.waitImage("lean")
+	if err := c.RemoveApp(ctx(t), "sleeper"); err != nil {
+		t.Errorf("remove after lean: %v", err)
 	}
 	// SIGTERM to the lean image stops the pod
 	p.waitImage("lean")

@@ -99,10 +99,10 @@ func (sv *supervisor) refresh() {
 // logs the partial lines (P entries), then execs `stage1 lean` on the main
 // thread; on failure it restarts what it stopped.
 func (sv *supervisor) reexec() error {
-	paused := make(chan struct{})
+	sigPaused := make(chan struct{})
 	select {
-	case sv.sigPause <- paused:
-		<-paused
+	case sv.sigPause <- sigPaused:
+		<-sigPaused
 	case <-time.After(time.Second): // it is stopping the pod
 		return errRefreshBusy
 	}
@@ -119,25 +119,30 @@ func (sv *supervisor) reexec() error {
 	if busy {
 		return errRefreshBusy
 	}
-	apps := sv.snapshot()
-	for _, a := range apps {
-		a.mu.Lock()
-		if a.aio != nil {
-			a.aio.pausePumps()
-			a.aio.outLS.Flush()
-			a.aio.errLS.Flush()
-		}
-		a.mu.Unlock()
-	}
+	var paused []*app
 	defer func() {
-		for _, a := range apps {
+		for _, a := range paused {
 			a.mu.Lock()
-			if a.aio != nil {
-				a.aio.startPumps()
-			}
+			a.aio.startPumps()
 			a.mu.Unlock()
 		}
 	}()
+	apps := sv.snapshot()
+	for _, a := range apps {
+		a.mu.Lock()
+		var err error
+		if a.aio != nil {
+			if err = a.aio.pausePumps(); err == nil {
+				paused = append(paused, a)
+				a.aio.outLS.Flush()
+				a.aio.errLS.Flush()
+			}
+		}
+		a.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	st, fds, closers, err := sv.state(apps)
 	defer func() {
 		for _, c := range closers {
