@@ -67,7 +67,7 @@ func (sv *supervisor) leave() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	sv.busy--
-	if sv.busy > 0 || !sv.dirty || sv.stopping || sv.refreshDelay <= 0 {
+	if sv.busy > 0 || !sv.dirty || sv.stopping || sv.refreshDelay <= 0 || sv.serveDone == nil {
 		return
 	}
 	if sv.idle == nil {

@@ -108,8 +108,11 @@ func (sv *supervisor) reexec() error {
 	if len(sv.sigs) > 0 {
 		return errRefreshBusy
 	}
+	sv.mu.Lock()
+	serveDone := sv.serveDone
+	sv.mu.Unlock()
 	sv.listener.SetDeadline(time.Unix(1, 0))
-	<-sv.serveDone
+	<-serveDone
 	sv.listener.SetDeadline(time.Time{})
 	defer sv.startServing() // reached only if the exec did not happen
 	sv.mu.Lock()
@@ -151,7 +154,7 @@ func (sv *supervisor) reexec() error {
 	if err != nil {
 		return err
 	}
-	return sv.spawner.do(func() error { return execLean(st, fds) })
+	return sv.spawner.do(func() error { return execLean(st, fds, sv.sigs) })
 }
 
 // state describes the supervisor for `stage1 resume`: the state and the
@@ -213,7 +216,7 @@ func fileFd(f *os.File) int {
 // execLean writes the state to a memfd and execs `stage1 lean` with it and
 // fds inherited. It runs on the main thread, the parent of the pod's
 // processes, and returns only on failure.
-func execLean(st *resumeState, fds []int) error {
+func execLean(st *resumeState, fds []int, sigs chan os.Signal) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("cannot encode the supervisor's state: %w", err)
@@ -245,6 +248,20 @@ func execLean(st *resumeState, fds []int) error {
 	// No fork may inherit the descriptors while they lack close-on-exec.
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
+	// The lean image takes the stop signals from here on (blocked, they
+	// wait for its signalfd); one the Go runtime took already is in sigs.
+	// (One taken by another thread in between would be lost.)
+	var stop, old unix.Sigset_t
+	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
+		stop.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &stop, &old); err != nil {
+		return fmt.Errorf("cannot block the stop signals: %w", err)
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	if len(sigs) > 0 {
+		return errRefreshBusy
+	}
 	for _, fd := range fds {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return fmt.Errorf("cannot pass descriptor %d on: %w", fd, err)

@@ -62,8 +62,11 @@ func (sv *supervisor) listen() error {
 }
 
 func (sv *supervisor) startServing() {
-	sv.serveDone = make(chan struct{})
-	go sv.serve(sv.serveDone)
+	done := make(chan struct{})
+	sv.mu.Lock()
+	sv.serveDone = done
+	sv.mu.Unlock()
+	go sv.serve(done)
 }
 
 // serve accepts connections until the listener is closed, or a refresh

@@ -38,7 +38,7 @@ type supervisor struct {
 	pidns      *pidnsHolder
 	spawner    *spawner
 	listener   *net.UnixListener
-	serveDone  chan struct{} // closed when serve returns
+	serveDone  chan struct{} // closed when serve returns; nil before serving (mu)
 
 	// refresh (refresh.go)
 	refreshDelay time.Duration
@@ -125,14 +125,14 @@ func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration
 		sv.appExited()
 	}
 	reportReady(ready, nil)
-	sv.enter() // the setup's work
-	sv.leave()
 	return sv.serveUntilDone()
 }
 
 // serveUntilDone answers on the socket until the supervisor must exit.
 func (sv *supervisor) serveUntilDone() error {
 	sv.startServing()
+	sv.enter() // what was done before serving: refresh after it
+	sv.leave()
 	<-sv.done
 	sv.cleanup()
 	return nil
