@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -28,6 +29,8 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 	if err != nil {
 		return nil, err
 	}
+	c.pulls.Add(1)
+	defer c.pullDone()
 	img, err := c.store.Pull(ctx, ref, store.PullOptions{
 		FetchOptions: store.FetchOptions{
 			PullPolicy:   store.PullUpdate,
@@ -45,6 +48,17 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 		return nil, fmt.Errorf("cannot pull image %q: %w", ref, err)
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullDone ends a pull. A pull grows the heap by several MiB for a moment
+// (decompression and copy buffers); the Go runtime keeps such pages until
+// its background scavenger gets to them, so the last pull running returns
+// them to the OS at once (a GC of the service's heap: a few ms, after the
+// answer).
+func (c *criService) pullDone() {
+	if c.pulls.Add(-1) == 0 {
+		go debug.FreeOSMemory()
+	}
 }
 
 // pullAuth translates the kubelet's registry credentials.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -127,6 +128,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	s.log.Info("kubelet-service listening", "socket", l.Addr().String(), "socketActivated", activated, "streaming", base.String())
+	var gcDone atomic.Bool
+	defer gcDone.Store(true)
+	tuneGC(&gcDone)
 	s.svc.startBackground(ctx)
 
 	served := make(chan error, 1)

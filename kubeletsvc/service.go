@@ -31,6 +31,7 @@ type criService struct {
 	events         *eventBus
 	stats          *cpuSampler
 	snap           atomic.Pointer[listSnapshot] // the last kept one
+	pulls          atomic.Int32                 // PullImage calls running
 	stopping       <-chan struct{}              // closed when the service shuts down
 	// usernsErr says why pods cannot have user namespaces here (nil: they
 	// can); probed once at start.

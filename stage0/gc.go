@@ -54,7 +54,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 // including one being created (prepare/.new-<uuid>). A name that is not a
 // pod UUID is not stage0's: it is reported as existing so it is left alone.
 func (r *Runtime) podExists(uuid string) bool {
-	if !uuidRe.MatchString(uuid) {
+	if !isUUID(uuid) {
 		return true
 	}
 	candidates := []string{filepath.Join(r.stateDir(dirPrepare), newPodPrefix+uuid)}

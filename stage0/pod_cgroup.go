@@ -2,11 +2,13 @@ package stage0
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 
 	sdutil "github.com/coreos/go-systemd/v22/util"
-	"github.com/opencontainers/cgroups/manager"
-	"github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -29,15 +31,19 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 		r.log.Debug("systemd cgroups: pod limits are left to the cgroup parent", "pod", pm.UUID, "cgroupParent", pm.CgroupParent)
 		return nil
 	}
-	res := *r.withoutMissingHugetlb(pm.Resources)
-	res.Devices = nil
-	spec := &specs.Spec{Linux: &specs.Linux{CgroupsPath: filepath.Join("/", pm.CgroupParent, pm.UUID), Resources: &res}}
-	cg, err := specconv.CreateCgroupConfig(&specconv.CreateOpts{CgroupName: pm.UUID, Spec: spec}, nil)
-	if err != nil {
-		return fmt.Errorf("invalid resources of pod %s: %w", pm.UUID, err)
+	cg := &cgroups.Cgroup{
+		Path:      filepath.Join("/", pm.CgroupParent, pm.UUID),
+		Resources: cgroupResources(r.withoutMissingHugetlb(pm.Resources)),
 	}
-	cg.Resources.SkipDevices = true
-	mgr, err := manager.New(cg)
+	var (
+		mgr cgroups.Manager
+		err error
+	)
+	if cgroups.IsCgroup2UnifiedMode() {
+		mgr, err = fs2.NewManager(cg, "")
+	} else {
+		mgr, err = fs.NewManager(cg, nil)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot create the cgroup of pod %s: %w", pm.UUID, err)
 	}
@@ -48,4 +54,102 @@ func (r *Runtime) applyPodResources(pm *schema.PodManifest) error {
 		return fmt.Errorf("cannot set the limits of pod %s: %w", pm.UUID, err)
 	}
 	return nil
+}
+
+// cgroupResources converts the pod's runtime-spec limits as runc's
+// specconv.CreateCgroupConfig does, devices aside (the pod cgroup leaves
+// them to its apps). specconv itself is not used here: it links
+// libcontainer's seccomp (cgo, libseccomp) and the systemd driver (dbus)
+// into every rkt process, the kubelet-service included.
+func cgroupResources(r *specs.LinuxResources) *cgroups.Resources {
+	c := &cgroups.Resources{SkipDevices: true}
+	if m := r.Memory; m != nil {
+		if m.Limit != nil {
+			c.Memory = *m.Limit
+		}
+		if m.Reservation != nil {
+			c.MemoryReservation = *m.Reservation
+		}
+		if m.Swap != nil {
+			c.MemorySwap = *m.Swap
+		}
+		c.MemorySwappiness = m.Swappiness
+		if m.DisableOOMKiller != nil {
+			c.OomKillDisable = *m.DisableOOMKiller
+		}
+		if m.CheckBeforeUpdate != nil {
+			c.MemoryCheckBeforeUpdate = *m.CheckBeforeUpdate
+		}
+	}
+	if p := r.CPU; p != nil {
+		if p.Shares != nil {
+			c.CpuShares = *p.Shares
+			c.CpuWeight = cgroups.ConvertCPUSharesToCgroupV2Value(c.CpuShares)
+		}
+		if p.Quota != nil {
+			c.CpuQuota = *p.Quota
+		}
+		c.CpuBurst = p.Burst
+		if p.Period != nil {
+			c.CpuPeriod = *p.Period
+		}
+		if p.RealtimeRuntime != nil {
+			c.CpuRtRuntime = *p.RealtimeRuntime
+		}
+		if p.RealtimePeriod != nil {
+			c.CpuRtPeriod = *p.RealtimePeriod
+		}
+		c.CpusetCpus, c.CpusetMems, c.CPUIdle = p.Cpus, p.Mems, p.Idle
+	}
+	if r.Pids != nil {
+		c.PidsLimit = r.Pids.Limit
+	}
+	if b := r.BlockIO; b != nil {
+		if b.Weight != nil {
+			c.BlkioWeight = *b.Weight
+		}
+		if b.LeafWeight != nil {
+			c.BlkioLeafWeight = *b.LeafWeight
+		}
+		for _, wd := range b.WeightDevice {
+			var w, lw uint16
+			if wd.Weight != nil {
+				w = *wd.Weight
+			}
+			if wd.LeafWeight != nil {
+				lw = *wd.LeafWeight
+			}
+			c.BlkioWeightDevice = append(c.BlkioWeightDevice, cgroups.NewWeightDevice(wd.Major, wd.Minor, w, lw))
+		}
+		throttle := func(ds []specs.LinuxThrottleDevice) []*cgroups.ThrottleDevice {
+			var out []*cgroups.ThrottleDevice
+			for _, d := range ds {
+				out = append(out, cgroups.NewThrottleDevice(d.Major, d.Minor, d.Rate))
+			}
+			return out
+		}
+		c.BlkioThrottleReadBpsDevice = throttle(b.ThrottleReadBpsDevice)
+		c.BlkioThrottleWriteBpsDevice = throttle(b.ThrottleWriteBpsDevice)
+		c.BlkioThrottleReadIOPSDevice = throttle(b.ThrottleReadIOPSDevice)
+		c.BlkioThrottleWriteIOPSDevice = throttle(b.ThrottleWriteIOPSDevice)
+	}
+	for _, l := range r.HugepageLimits {
+		c.HugetlbLimit = append(c.HugetlbLimit, &cgroups.HugepageLimit{Pagesize: l.Pagesize, Limit: l.Limit})
+	}
+	if len(r.Rdma) > 0 {
+		c.Rdma = make(map[string]cgroups.LinuxRdma, len(r.Rdma))
+		for k, v := range r.Rdma {
+			c.Rdma[k] = cgroups.LinuxRdma{HcaHandles: v.HcaHandles, HcaObjects: v.HcaObjects}
+		}
+	}
+	if n := r.Network; n != nil {
+		if n.ClassID != nil {
+			c.NetClsClassid = *n.ClassID
+		}
+		for _, p := range n.Priorities {
+			c.NetPrioIfpriomap = append(c.NetPrioIfpriomap, &cgroups.IfPrioMap{Interface: p.Name, Priority: int64(p.Priority)})
+		}
+	}
+	c.Unified = maps.Clone(r.Unified)
+	return c
 }

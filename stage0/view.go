@@ -194,7 +194,7 @@ func (v *podView) readInotify(buf []byte) {
 				continue
 			}
 			if uuid == "" { // a state directory: name is a pod
-				if uuidRe.MatchString(name) {
+				if isUUID(name) {
 					v.invalidateLocked(name, true)
 				}
 				continue
@@ -251,7 +251,7 @@ func (v *podView) changed(prefix string) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if uuidRe.MatchString(prefix) {
+	if isUUID(prefix) {
 		v.invalidateLocked(prefix, true)
 		return
 	}

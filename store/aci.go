@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -269,7 +268,13 @@ func ACIConfig(m *ACIManifest) *v1.ConfigFile {
 	return cfg
 }
 
-var tagBadChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+// tagChar maps a character a tag cannot hold to '_'.
+func tagChar(r rune) rune {
+	if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '.' || r == '-' {
+		return r
+	}
+	return '_'
+}
 
 // ACIReference is the name the store records an ACI under: its name and
 // version label ("latest" if none) as name:tag. A name whose first
@@ -281,7 +286,7 @@ func ACIReference(m *ACIManifest) (string, error) {
 	if !strings.ContainsAny(first, ".:") && first != "localhost" {
 		name = "localhost/" + name
 	}
-	tag := tagBadChars.ReplaceAllString(m.Label("version"), "_")
+	tag := strings.Map(tagChar, m.Label("version"))
 	tag = strings.TrimLeft(tag, ".-")
 	if len(tag) > 128 {
 		tag = tag[:128]

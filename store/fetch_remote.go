@@ -76,9 +76,11 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, idle ti
 	if err != nil {
 		return nil, err
 	}
+	rt, closeIdle := newTransport(ep.insecure, ep.insecureTLS, idle)
+	defer closeIdle()
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
-		remote.WithTransport(newTransport(ep.insecure, ep.insecureTLS, idle)),
+		remote.WithTransport(rt),
 		remote.WithPlatform(platform(opts)),
 		remote.WithAuthFromKeychain(keychain(ep, opts)),
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -30,10 +29,23 @@ const (
 	legacyMarker  = "rkt1-imported.json"
 )
 
-var (
-	legacyKeyRe    = regexp.MustCompile(`^sha512-[0-9a-f]{64}$`)
-	legacyStage1RE = regexp.MustCompile(`^coreos\.com/rkt/stage1-`)
-)
+// isLegacyKey reports whether s is an image key of rkt 1.x: "sha512-" and
+// 64 lower-case hex digits. (This file's checks are no regexps: compiled
+// at package init they held ~40 KiB of heap in every rkt process.)
+func isLegacyKey(s string) bool {
+	hexPart, ok := strings.CutPrefix(s, "sha512-")
+	return ok && len(hexPart) == legacyKeyHex && isLowerHex(hexPart)
+}
+
+// isLowerHex reports whether s is all lower-case hex digits.
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Legacy is what rkt 1.x left in a data directory's store.
 type Legacy struct {
@@ -81,7 +93,7 @@ func FindLegacy(dataDir string) (*Legacy, error) {
 			continue // not a shard directory
 		}
 		for _, e := range entries {
-			if !legacyKeyRe.MatchString(e.Name()) || !e.Type().IsRegular() {
+			if !isLegacyKey(e.Name()) || !e.Type().IsRegular() {
 				continue
 			}
 			found = true
@@ -117,7 +129,7 @@ func FindLegacy(dataDir string) (*Legacy, error) {
 // path returns the ACI a dependency's image ID names ("sha512-" and at
 // least the 64 hex of a key).
 func (l *Legacy) path(id string) (string, error) {
-	if len(id) < len("sha512-")+legacyKeyHex || !legacyKeyRe.MatchString(id[:len("sha512-")+legacyKeyHex]) {
+	if len(id) < len("sha512-")+legacyKeyHex || !isLegacyKey(id[:len("sha512-")+legacyKeyHex]) {
 		return "", fmt.Errorf("image ID %q: %w", id, ErrUnsupportedACI)
 	}
 	key := id[:len("sha512-")+legacyKeyHex]
@@ -153,7 +165,7 @@ func (s *Store) ImportLegacy(ctx context.Context, l *Legacy) ([]LegacyImport, er
 		switch {
 		case li.Err != nil:
 			r.Skip = li.Err.Error()
-		case legacyStage1RE.MatchString(li.Manifest.Name):
+		case strings.HasPrefix(li.Manifest.Name, "coreos.com/rkt/stage1-"):
 			r.Name, r.Skip = li.Manifest.Name, "a stage1 of rkt 1.x"
 		default:
 			r.Name = li.Manifest.Name
@@ -196,9 +208,12 @@ func LegacyState(dataDir string) (present, imported bool) {
 	return present, present && err == nil
 }
 
-// legacyDBWALRe matches the write-ahead log of the ql database (a dot
-// and the SHA-1 of its name).
-var legacyDBWALRe = regexp.MustCompile(`^\.[0-9a-f]{40}$`)
+// isLegacyDBWAL reports whether name is the write-ahead log of the ql
+// database (a dot and the SHA-1 of its name).
+func isLegacyDBWAL(name string) bool {
+	sum, ok := strings.CutPrefix(name, ".")
+	return ok && len(sum) == 40 && isLowerHex(sum)
+}
 
 // Remove deletes rkt 1.x's store: its database (and log and backups),
 // ACIs, manifests, rendered trees and lock directories, and the record
@@ -212,7 +227,7 @@ func (l *Legacy) Remove() error {
 	}
 	if entries, err := os.ReadDir(filepath.Join(l.Dir, dbDir)); err == nil {
 		for _, e := range entries {
-			if legacyDBWALRe.MatchString(e.Name()) {
+			if isLegacyDBWAL(e.Name()) {
 				paths = append(paths, filepath.Join(l.Dir, dbDir, e.Name()))
 			}
 		}

@@ -23,15 +23,17 @@ const (
 // newTransport returns the HTTP transport given to go-containerregistry:
 // it refuses plain HTTP except to loopback hosts or when insecure, caps
 // redirects and manifest sizes, and fails a request once the registry sends
-// nothing for idle.
-func newTransport(insecureHTTP, insecureTLS bool, idle time.Duration) http.RoundTripper {
+// nothing for idle. close closes its idle connections: a fetch's transport
+// is not reused, and they would otherwise stay open (two goroutines and
+// their buffers each) until their idle timeout.
+func newTransport(insecureHTTP, insecureTLS bool, idle time.Duration) (rt http.RoundTripper, close func()) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	if insecureTLS {
 		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure-options=tls
 	}
 	var next http.RoundTripper = &idleTransport{next: t, idle: idle}
 	next = &limitTransport{next: next}
-	return &httpGuard{next: next, allowHTTP: insecureHTTP}
+	return &httpGuard{next: next, allowHTTP: insecureHTTP}, t.CloseIdleConnections
 }
 
 type httpGuard struct {

@@ -139,8 +139,9 @@ func (p *peer) runPod(t testing.TB, name, logDir string) (string, string) {
 // side by side in one run, their calls interleaved so that the machine's
 // drift hits both: the pod and container lifecycle per RPC (p50 of 20
 // rounds), crictl runp+create+start as processes, List*/Status at 10
-// running pods, the daemon's idle RSS and each pod's own memory (PSS of
-// rkt's supervisor and namespace holder; of containerd's shim and pause).
+// running pods, the daemon's RSS (idle, and at 10 pods after the calls)
+// and each pod's own memory (PSS of rkt's supervisor and namespace
+// holder; of containerd's shim and pause).
 // It prints one table with the ratio rkt/containerd. Skipped when
 // containerd is not installed (make bench installs it).
 func BenchmarkCRIVsContainerd(b *testing.B) {
@@ -237,6 +238,11 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 			}))
 		}
 	}
+	time.Sleep(2 * time.Second)
+	busy := map[string]int{} // RSS at 10 pods, the calls done
+	for _, p := range peers {
+		busy[p.name] = smapsKB(p.pid, "Rss")
+	}
 	podPSS := map[string]int{}
 	for _, p := range peers {
 		sum := 0
@@ -266,9 +272,12 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
 		float64(idle["rkt"])/float64(idle["containerd"]))
+	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon RSS, 10 pods (KiB)", busy["containerd"], busy["rkt"],
+		float64(busy["rkt"])/float64(busy["containerd"]))
 	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
 		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
 	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
+	b.ReportMetric(float64(busy["rkt"])/1024, "rkt-10pods-rss-MiB")
 	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
 	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
 }

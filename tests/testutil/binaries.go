@@ -112,9 +112,14 @@ func buildLocked(name, pkg string) error {
 		return fmt.Errorf("cannot build %s: %w", name, err)
 	}
 	out := filepath.Join(buildDir, name)
-	cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", out, pkg)
+	// as the Makefile builds them: rkt static, stage1 with cgo
+	cgo := "CGO_ENABLED=1"
+	if name == "rkt" {
+		cgo = "CGO_ENABLED=0"
+	}
+	cmd := exec.Command("go", "build", "-tags", "grpcnotrace seccomp", "-o", out, pkg)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	cmd.Env = append(os.Environ(), cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("cannot build %s: %v\n%s", name, err, b)
 	}
