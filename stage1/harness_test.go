@@ -142,6 +142,7 @@ type testPod struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	client   *control.Client
+	args     []string // more arguments of `stage1 run`
 }
 
 func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
@@ -237,7 +238,7 @@ func (p *testPod) start(mode string) error {
 		p.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(stage1Bin, "run", "--pod-dir="+p.dir, "--mode="+mode, "--debug")
+	cmd := exec.Command(stage1Bin, append([]string{"run", "--pod-dir=" + p.dir, "--mode=" + mode, "--debug"}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{lock, w}
 	flags := uintptr(syscall.CLONE_NEWUTS)
