@@ -23,8 +23,9 @@ func supervisorImage(pid int) string {
 }
 
 // TestCRIIdleSupervisor: a pod left idle gets the lean supervisor, which
-// keeps logging the container's output; the next calls find the Go
-// supervisor again, and the pod stops and goes without leaks.
+// keeps logging the container's output; created containers not started yet
+// keep it Go; the next calls find the Go supervisor again, and the pod
+// stops and goes without leaks.
 func TestCRIIdleSupervisor(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
@@ -43,6 +44,28 @@ func TestCRIIdleSupervisor(t *testing.T) {
 	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
 	must(t, "StartContainer", err)
 	sv := sandboxPidFromInfo(t, c, rp.PodSandboxId)
+	// Created containers (prestarted: their init waits on the Go
+	// supervisor) keep it from going lean past its idle delay (15 s);
+	// started or removed after it, they run or go.
+	late, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, SandboxConfig: pc,
+		Config: containerConfig("late", imgID, "sh", "-c", "echo late; exec sleep 1000")})
+	must(t, "CreateContainer", err)
+	gone, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, SandboxConfig: pc,
+		Config: containerConfig("gone", imgID, "sleep", "1000")})
+	must(t, "CreateContainer", err)
+	for end := time.Now().Add(17 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if img := supervisorImage(sv); img == "lean" {
+			t.Fatalf("the supervisor went lean with created containers")
+		}
+	}
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: late.ContainerId})
+	must(t, "StartContainer", err)
+	_, err = c.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: gone.ContainerId})
+	must(t, "RemoveContainer", err)
+	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: late.ContainerId})
+	if err != nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("ContainerStatus of the container started after the delay: %+v %v", st, err)
+	}
 	deadline := time.Now().Add(40 * time.Second)
 	for supervisorImage(sv) != "lean" && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
@@ -67,7 +90,7 @@ func TestCRIIdleSupervisor(t *testing.T) {
 	if img := supervisorImage(sv); img != "resume" {
 		t.Errorf("after a call the supervisor runs as %q, not resume", img)
 	}
-	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cc.ContainerId})
+	st, err = c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cc.ContainerId})
 	if err != nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Fatalf("ContainerStatus: %+v %v", st, err)
 	}
@@ -79,5 +102,11 @@ func TestCRIIdleSupervisor(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), " stdout F line1\n") {
 		t.Errorf("container log:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(logDir, "late.log")); !strings.Contains(string(b), " stdout F late\n") {
+		t.Errorf("log of the container started after the delay:\n%s", b)
+	}
+	if _, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: gone.ContainerId}); err == nil {
+		t.Errorf("the removed container is still there")
 	}
 }
