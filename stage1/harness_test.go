@@ -145,6 +145,10 @@ type testPod struct {
 	args     []string // more arguments of `stage1 run`
 }
 
+// testCgroupParent is this test process's: a pod's cleanup kills what is
+// left under it, which must not be the pods of another test process.
+var testCgroupParent = "/rkt-stage1-test-" + strconv.Itoa(os.Getpid())
+
 func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
 	t.Helper()
 	return newPodIn(t, "", edit)
@@ -162,7 +166,7 @@ func newPodIn(t testing.TB, parent string, edit func(*schema.PodManifest)) *test
 	p := &testPod{t: t, dir: dir}
 	p.manifest = schema.PodManifest{
 		Version: schema.Version, UUID: randHex(16), Net: "host",
-		CgroupParent: "/rkt-stage1-test", CreatedAt: time.Now(),
+		CgroupParent: testCgroupParent, CreatedAt: time.Now(),
 	}
 	if edit != nil {
 		edit(&p.manifest)

@@ -1,36 +1,72 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
-	"os/signal"
+	"os"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Signals, and what is in flight: a refresh (refresh.go) waits until
 // nothing is.
 
-// handleSignals stops the pod on SIGTERM, SIGINT or SIGHUP. A refresh
-// pauses it (sigPause) so that no signal is taken and then lost.
+// handleSignals stops the pod on a stop signal read from sv.stopR
+// (stopsig.go). A refresh pauses it (pauseSignals) so that no signal is
+// read and then lost in the exec: it stays in the pipe for `stage1 lean`.
 func (sv *supervisor) handleSignals() {
-	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	go func() {
+		var b [1]byte
 		for {
-			select {
-			case s := <-sv.sigs:
-				slog.Info("stopping the pod", "signal", s)
-				sv.shutdown(sigtermGrace)
+			n, err := sv.stopR.Read(b[:])
+			if n > 0 {
+				sv.stopOnSignal(syscall.Signal(b[0]))
 				return
-			case paused := <-sv.sigPause:
-				sv.mu.Lock()
-				attempt := sv.attempt
-				sv.mu.Unlock()
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				slog.Warn("cannot read the stop signals", "error", err)
+				return
+			}
+			sv.mu.Lock()
+			paused, attempt := sv.sigPaused, sv.attempt
+			sv.sigPaused = nil
+			sv.mu.Unlock()
+			if paused != nil {
 				close(paused)
+			}
+			if attempt != nil {
 				<-attempt
 			}
 		}
 	}()
+}
+
+// stopOnSignal stops the pod in the background; no refresh from now on.
+func (sv *supervisor) stopOnSignal(sig syscall.Signal) {
+	sv.mu.Lock()
+	sv.stopping = true
+	sv.mu.Unlock()
+	go func() {
+		slog.Info("stopping the pod", "signal", sig)
+		sv.shutdown(sigtermGrace)
+	}()
+}
+
+// pauseSignals takes handleSignals out of its read until the refresh
+// attempt ends (refresh clears the deadline); false if it does not come
+// out: it is stopping the pod.
+func (sv *supervisor) pauseSignals() bool {
+	paused := make(chan struct{})
+	sv.mu.Lock()
+	sv.sigPaused = paused
+	sv.mu.Unlock()
+	sv.stopR.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case <-paused:
+		return true
+	case <-time.After(time.Second):
+		return false
+	}
 }
 
 // enter marks a connection, an app exit or a prestarted container as

@@ -145,9 +145,21 @@ static int lean_exited(pid_t pid) {
 	return si.si_pid == pid;
 }
 
+// lean_stops reads the stop signals that the Go supervisor's handler wrote
+// to its pipe (stopsig.go) up to its end; the last one, or 0.
+static int lean_stops(int fd) {
+	unsigned char b[64];
+	int stop = 0;
+	ssize_t n;
+	while ((n = read(fd, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			stop = b[n - 1];
+	return stop;
+}
+
 static void rkt_lean(int argc, char **argv) {
 	const char *podDir = NULL, *stateFd = NULL;
-	int listener = -1, napps = 0;
+	int listener = -1, stopFd = -1, napps = 0;
 	struct lean_app *apps = calloc((size_t)argc, sizeof *apps);
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
@@ -157,6 +169,8 @@ static void rkt_lean(int argc, char **argv) {
 			stateFd = a;
 		} else if (strncmp(a, "--listener=", 11) == 0) {
 			listener = atoi(a + 11);
+		} else if (strncmp(a, "--stop-fd=", 10) == 0) {
+			stopFd = atoi(a + 10);
 		} else if (strncmp(a, "--app=", 6) == 0 && apps != NULL) {
 			int pid, log, out, err;
 			if (sscanf(a + 6, "%d,%d,%d,%d", &pid, &log, &out, &err) == 4) {
@@ -187,6 +201,14 @@ static void rkt_lean(int argc, char **argv) {
 	epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev);
 	ev.data.ptr = &sfd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	if (stopFd >= 0) {
+		// complete: the exec ended the threads that write it
+		stop = lean_stops(stopFd);
+		close(stopFd);
+		stopFd = -1;
+		if (stop)
+			goto resume;
+	}
 	for (int i = 0; i < napps; i++) {
 		struct lean_stream *ss[2] = {apps[i].out, apps[i].err};
 		for (int j = 0; j < 2; j++) {
@@ -235,6 +257,12 @@ resume:
 			lean_pump(apps[i].err);
 		lean_flush(apps[i].out);
 		lean_flush(apps[i].err);
+	}
+	if (stopFd >= 0) { // not read if the loop never started
+		int s = lean_stops(stopFd);
+		if (s != 0)
+			stop = s;
+		close(stopFd);
 	}
 	if (sfd >= 0) {
 		struct signalfd_siginfo si;

@@ -21,7 +21,14 @@ func TestSharedPIDNamespace(t *testing.T) {
 	p.addApp("a", schema.App{}, []string{"sleep", "1001"}, nil)
 	p.addApp("b", schema.App{}, []string{"sleep", "1002"}, nil)
 	p.mustStart(modeRun)
-	out, _ := p.exec("a", "ps", "-o", "args")
+	// An app runs once its init has exec'd it, shortly after its start
+	// returns (as with runc start).
+	var out string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if out, _ = p.exec("a", "ps", "-o", "args"); strings.Contains(out, "sleep 1001") && strings.Contains(out, "sleep 1002") {
+			break
+		}
+	}
 	if !strings.Contains(out, "sleep 1001") || !strings.Contains(out, "sleep 1002") {
 		t.Errorf("ps in a shared PID namespace: %q", out)
 	}

@@ -84,6 +84,7 @@ func (sv *supervisor) refresh() {
 	sv.attempt = make(chan struct{})
 	sv.mu.Unlock()
 	err := sv.reexec() // returns only if the supervisor was not replaced
+	sv.stopR.SetReadDeadline(time.Time{})
 	sv.mu.Lock()
 	sv.execing = false
 	close(sv.attempt)
@@ -98,14 +99,7 @@ func (sv *supervisor) refresh() {
 // logs the partial lines (P entries), then execs `stage1 lean` on the main
 // thread; on failure it restarts what it stopped.
 func (sv *supervisor) reexec() error {
-	sigPaused := make(chan struct{})
-	select {
-	case sv.sigPause <- sigPaused:
-		<-sigPaused
-	case <-time.After(time.Second): // it is stopping the pod
-		return errRefreshBusy
-	}
-	if len(sv.sigs) > 0 {
+	if !sv.pauseSignals() {
 		return errRefreshBusy
 	}
 	sv.mu.Lock()
@@ -154,7 +148,9 @@ func (sv *supervisor) reexec() error {
 	if err != nil {
 		return err
 	}
-	return sv.spawner.do(func() error { return execLean(st, fds, sv.sigs) })
+	stopFd := fileFd(sv.stopR)
+	fds = append(fds, stopFd)
+	return sv.spawner.do(func() error { return execLean(st, fds, stopFd) })
 }
 
 // state describes the supervisor for `stage1 resume`: the state and the
@@ -214,9 +210,9 @@ func fileFd(f *os.File) int {
 }
 
 // execLean writes the state to a memfd and execs `stage1 lean` with it and
-// fds inherited. It runs on the main thread, the parent of the pod's
+// fds inherited (stopFd: the stop signals' pipe). It runs on the main thread, the parent of the pod's
 // processes, and returns only on failure.
-func execLean(st *resumeState, fds []int, sigs chan os.Signal) error {
+func execLean(st *resumeState, fds []int, stopFd int) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("cannot encode the supervisor's state: %w", err)
@@ -234,7 +230,7 @@ func execLean(st *resumeState, fds []int, sigs chan os.Signal) error {
 		return fmt.Errorf("cannot rewind the state file: %w", err)
 	}
 	args := []string{os.Args[0], "lean", "--pod-dir=" + st.PodDir, "--state-fd=" + strconv.Itoa(mfd),
-		"--listener=" + strconv.Itoa(st.Listener)}
+		"--listener=" + strconv.Itoa(st.Listener), "--stop-fd=" + strconv.Itoa(stopFd)}
 	for _, as := range st.Apps {
 		if as.Status.State != schema.AppRunning || (as.Out < 0 && as.Pty < 0) {
 			continue
@@ -248,20 +244,11 @@ func execLean(st *resumeState, fds []int, sigs chan os.Signal) error {
 	// No fork may inherit the descriptors while they lack close-on-exec.
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
-	// The lean image takes the stop signals from here on (blocked, they
-	// wait for its signalfd); one the Go runtime took already is in sigs.
-	// (One taken by another thread in between would be lost.)
-	var stop, old unix.Sigset_t
-	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
-		stop.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	restore, err := blockStopSignals()
+	if err != nil {
+		return err
 	}
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &stop, &old); err != nil {
-		return fmt.Errorf("cannot block the stop signals: %w", err)
-	}
-	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	if len(sigs) > 0 {
-		return errRefreshBusy
-	}
+	defer restore() // reached only if the exec did not happen
 	for _, fd := range fds {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return fmt.Errorf("cannot pass descriptor %d on: %w", fd, err)

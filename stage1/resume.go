@@ -27,6 +27,13 @@ func resumeSupervisor(stateFd int, stop syscall.Signal) error {
 }
 
 func resume(s *spawner, stateFd int, stop syscall.Signal) error {
+	// The stop signals wait in stopR from here on. Before (from the lean
+	// image's last read of its signalfd to here) one kills the supervisor:
+	// the apps die with it, the pod is left to `stage1 gc`.
+	stopR, err := catchStopSignals()
+	if err != nil {
+		return err
+	}
 	unix.CloseOnExec(lockFd)
 	f := os.NewFile(uintptr(stateFd), "stage1-state")
 	b, err := io.ReadAll(f)
@@ -41,7 +48,7 @@ func resume(s *spawner, stateFd int, stop syscall.Signal) error {
 	if st.Debug {
 		logLevel.Set(slog.LevelDebug)
 	}
-	sv := newSupervisor(s, st.PodDir, st.Mode, st.RefreshDelay)
+	sv := newSupervisor(s, st.PodDir, st.Mode, st.RefreshDelay, stopR)
 	sv.allUp = st.AllUp
 	sv.namespaces = podNamespaces{net: st.Namespaces.Net, ipc: st.Namespaces.IPC, uts: st.Namespaces.UTS,
 		pid: st.Namespaces.PID, user: st.Namespaces.User}
@@ -74,10 +81,7 @@ func resume(s *spawner, stateFd int, stop syscall.Signal) error {
 	}
 	sv.handleSignals()
 	if stop != 0 {
-		go func() {
-			slog.Info("stopping the pod", "signal", stop)
-			sv.shutdown(sigtermGrace)
-		}()
+		sv.stopOnSignal(stop)
 	}
 	slog.Debug("supervisor refreshed", "apps", len(st.Apps), "running", len(running))
 

@@ -42,20 +42,20 @@ type supervisor struct {
 
 	// refresh (refresh.go)
 	refreshDelay time.Duration
-	sigs         chan os.Signal
-	sigPause     chan chan struct{}
+	stopR        *os.File // the stop signals (stopsig.go)
 
-	mu       sync.Mutex
-	apps     map[string]*app
-	stopping bool
-	allUp    bool          // mode run: every app of the manifest was started
-	done     chan struct{} // closed when the supervisor must exit
-	doneOnce sync.Once
-	busy     int           // connections, app exits and prestarted containers being handled
-	dirty    bool          // work was done since the last refresh
-	execing  bool          // a refresh is under way
-	attempt  chan struct{} // closed when that refresh gives up
-	idle     *time.Timer   // starts a refresh
+	mu        sync.Mutex
+	apps      map[string]*app
+	stopping  bool
+	allUp     bool          // mode run: every app of the manifest was started
+	done      chan struct{} // closed when the supervisor must exit
+	doneOnce  sync.Once
+	busy      int           // connections, app exits and prestarted containers being handled
+	dirty     bool          // work was done since the last refresh
+	execing   bool          // a refresh is under way
+	attempt   chan struct{} // closed when that refresh gives up
+	sigPaused chan struct{} // closed when handleSignals pauses for a refresh
+	idle      *time.Timer   // starts a refresh
 
 	cleanupOnce sync.Once
 }
@@ -91,9 +91,9 @@ func runSupervisor(podDir, mode string, refreshDelay time.Duration) error {
 	return <-errc
 }
 
-func newSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration) *supervisor {
+func newSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration, stopR *os.File) *supervisor {
 	return &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: s,
-		refreshDelay: refreshDelay, sigs: make(chan os.Signal, 1), sigPause: make(chan chan struct{})}
+		refreshDelay: refreshDelay, stopR: stopR}
 }
 
 func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration) error {
@@ -105,7 +105,11 @@ func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
-	sv := newSupervisor(s, podDir, mode, refreshDelay)
+	stopR, err := catchStopSignals()
+	if err != nil {
+		return reportReady(ready, err)
+	}
+	sv := newSupervisor(s, podDir, mode, refreshDelay, stopR)
 	sv.handleSignals()
 	if err := sv.setup(); err != nil {
 		sv.cleanup()
