@@ -344,6 +344,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 	for _, p := range peers {
 		busy[p.name] = smapsKB(p.pid, "Rss")
 	}
+	time.Sleep(17 * time.Second) // the pods idle: an idle rkt supervisor goes lean after 15 s
 	podPSS := map[string]int{}
 	for _, p := range peers {
 		sum := 0
