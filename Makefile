@@ -138,10 +138,11 @@ functional: all tools
 
 check: fmt vet unit functional
 
-# Benchmarks; BenchmarkCRIVsContainerd measures Debian's containerd beside
-# rkt (installed by .ci/install-bench-deps, as root).
+# Benchmarks; BenchmarkCRIVsContainerd measures Debian's containerd (runc)
+# and containerd 2.4.2 (crun) beside rkt (installed by
+# .ci/install-bench-deps, as root; containerd 2.4.2 into $(TOOLSDIR)).
 bench: all tools
-	./.ci/install-bench-deps
+	GO=$(GO) ./.ci/install-bench-deps $(TOOLSDIR)
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchtime 1x -count=1 $(UNIT_PKGS)
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -count=1 -timeout 60m ./tests/...

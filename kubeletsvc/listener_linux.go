@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
 )
@@ -78,6 +79,11 @@ func listen(path string, gid int) (l net.Listener, activated bool, err error) {
 	return ul, false, nil
 }
 
+// staleSocketWait bounds how long removeStaleSocket waits for a socket whose
+// server is dying (its listening socket outlives a SIGKILL until every
+// thread has exited) to stop accepting.
+var staleSocketWait = 5 * time.Second
+
 // removeStaleSocket removes a socket file nobody listens on; it refuses to
 // replace a socket that a live server answers on, or a file that is not a
 // socket.
@@ -92,12 +98,36 @@ func removeStaleSocket(path string) error {
 	if fi.Mode().Type() != fs.ModeSocket {
 		return fmt.Errorf("cannot listen on %q: it exists and is not a socket", path)
 	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return fmt.Errorf("cannot listen on %q: another server is answering on it", path)
+	if err := waitUnanswered(path); err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove stale socket %q: %w", path, err)
 	}
 	return nil
+}
+
+// waitUnanswered returns nil once connecting to path is refused. A gRPC
+// server writes its HTTP/2 settings as soon as it accepts, so a connection
+// that gets bytes is a live server; one that is accepted into the backlog
+// of a killed, still exiting process gets none and is retried until
+// staleSocketWait, then refused as held by an unresponsive process.
+func waitUnanswered(path string) error {
+	deadline := time.Now().Add(staleSocketWait)
+	for {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			return nil
+		}
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _ := c.Read(make([]byte, 1))
+		c.Close()
+		if n > 0 {
+			return fmt.Errorf("cannot listen on %q: another server is answering on it", path)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cannot listen on %q: a process accepts connections on it but does not answer", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestTeardownNATGone: the pod's NAT rules were removed behind the
@@ -37,7 +36,7 @@ func TestTeardownNATGone(t *testing.T) {
 			if _, err := Setup(ctx, cfg, pn); err != nil {
 				t.Fatalf("Setup: %v", err)
 			}
-			removePodNAT(t, pn.UUID, tt.onlyMasq)
+			testutil.RemovePodNAT(t, pn.UUID, tt.onlyMasq)
 			if err := Teardown(ctx, cfg, pn.Dir); err != nil {
 				t.Fatalf("Teardown: %v", err)
 			}
@@ -45,43 +44,6 @@ func TestTeardownNATGone(t *testing.T) {
 				t.Fatalf("after Teardown: %v", left)
 			}
 		})
-	}
-}
-
-// removePodNAT deletes the nat rules tagged with the pod and the per-pod
-// chains they jump to: with onlyMasq, just the bridge plugin's
-// masquerade rule and chain.
-func removePodNAT(t *testing.T, uuid string, onlyMasq bool) {
-	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chains := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, uuid) {
-			continue
-		}
-		args := splitRule(l)
-		if onlyMasq && args[1] != "POSTROUTING" {
-			continue
-		}
-		if n := len(args); args[n-2] == "-j" && strings.HasPrefix(args[n-1], "CNI-") && !sharedChains[args[n-1]] {
-			chains[args[n-1]] = true
-		}
-		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat", "-D"}, args[1:]...)...).CombinedOutput(); err != nil {
-			t.Fatalf("iptables -D %v: %v: %s", args[1:], err, out)
-		}
-	}
-	if len(chains) == 0 {
-		t.Fatalf("no NAT chain of pod %s to remove:\n%s", uuid, out)
-	}
-	for c := range chains {
-		for _, op := range []string{"-F", "-X"} {
-			if out, err := exec.Command("iptables", "-w", "-t", "nat", op, c).CombinedOutput(); err != nil {
-				t.Fatalf("iptables %s %s: %v: %s", op, c, err, out)
-			}
-		}
 	}
 }
 

@@ -159,7 +159,7 @@ func (r *Runtime) releaseCutOff(ctx context.Context, p *pod) (bool, error) {
 	}
 	l, err := lock.TryExclusive(p.dir, lock.Dir)
 	if errors.Is(err, lock.ErrLocked) {
-		return false, nil // starting, running or being stopped
+		return r.stopCutOff(ctx, p, cutOff) // starting, running or being stopped
 	}
 	if err != nil {
 		if _, serr := os.Stat(p.dir); serr != nil {
@@ -173,6 +173,34 @@ func (r *Runtime) releaseCutOff(ctx context.Context, p *pod) (bool, error) {
 	}
 	if err := r.cleanup(ctx, p); err != nil {
 		return false, err
+	}
+	return true, nil
+}
+
+// cutOffStopTimeout is the apps' grace period when stopping a pod whose
+// start was cut off: nobody was told it runs.
+const cutOffStopTimeout = 5 * time.Second
+
+// stopCutOff stops and releases a pod whose supervisor runs but whose
+// stage0 died before marking it started (its starting lock is free): its
+// network or etc files may be missing, so it must not pass for started.
+// A pod without a starting lock file (created by an older rkt) is left.
+func (r *Runtime) stopCutOff(ctx context.Context, p *pod, cutOff func() bool) (bool, error) {
+	starting := p.layout().Starting()
+	if _, err := os.Lstat(starting); err != nil {
+		return false, nil
+	}
+	sl, err := lock.TryExclusive(starting, lock.RegFile)
+	if err != nil {
+		return false, nil // still starting (or gone meanwhile)
+	}
+	defer sl.Close()
+	if !cutOff() {
+		return false, nil // started before we locked it
+	}
+	r.log.Warn("stopping a pod whose start was cut off after its supervisor started", "pod", p.uuid)
+	if err := r.stop(ctx, p.uuid, StopOptions{Timeout: cutOffStopTimeout}); err != nil {
+		return false, fmt.Errorf("cannot stop pod %s, cut off while starting: %w", p.uuid, err)
 	}
 	return true, nil
 }

@@ -105,7 +105,16 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 	if err := r.move(p, dirRun); err != nil {
 		return err
 	}
-	err := r.startMoved(ctx, p, l, mode)
+	sf, err := fileperm.OpenFile(p.layout().Starting(), os.O_RDONLY|os.O_CREATE, fileperm.Shared)
+	if err != nil {
+		return fmt.Errorf("cannot create the start lock of pod %s: %w", p.uuid, err)
+	}
+	sl := lock.FromFile(sf)
+	defer sl.Close()
+	if err := sl.TryExclusiveLock(); err != nil {
+		return fmt.Errorf("cannot lock the start of pod %s: %w", p.uuid, err)
+	}
+	err = r.startMoved(ctx, p, l, mode)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
@@ -115,8 +124,8 @@ func (r *Runtime) startPod(ctx context.Context, p *pod, l *lock.FileLock, mode s
 		return err
 	}
 	if err := fileperm.WriteFileVolatile(p.layout().Started(), nil, fileperm.Shared); err != nil {
-		// only costs an early release of its resources once it exited
-		r.log.Warn("cannot mark a pod started", "pod", p.uuid, "error", err)
+		// the repair will take it for cut off and stop it (a full disk?)
+		r.log.Error("cannot mark a pod started", "pod", p.uuid, "error", err)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func TestCRIStopPodNATGone(t *testing.T) {
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)
 	id := rp.PodSandboxId
-	removeNATOf(t, id)
+	testutil.RemovePodNAT(t, id, false)
 	_, err = c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 	must(t, "StopPodSandbox", err)
 	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
@@ -107,41 +107,6 @@ func TestCRIStopPodNATGone(t *testing.T) {
 	for _, l := range testutil.FindLeaks(env.DataDir, env.SeenPods()) {
 		if l.PID() != svc.cmd.Process.Pid {
 			t.Errorf("left behind: %v", l)
-		}
-	}
-}
-
-// removeNATOf deletes the nat rules tagged with a pod and the per-pod
-// chains they jump to, as `iptables -t nat -F; iptables -t nat -X` would
-// (without touching anyone else's).
-func removeNATOf(t *testing.T, uuid string) {
-	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chains := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, uuid) {
-			continue
-		}
-		args := strings.Fields(l)
-		if c := args[len(args)-1]; args[len(args)-2] == "-j" && strings.HasPrefix(c, "CNI-") && !strings.HasPrefix(c, "CNI-HOSTPORT") {
-			chains[c] = true
-		}
-		// iptables-save quotes the comment as a shell would
-		if out, err := exec.Command("sh", "-c", "iptables -w -t nat -D "+strings.TrimPrefix(l, "-A ")).CombinedOutput(); err != nil {
-			t.Fatalf("iptables -D %s: %v: %s", l, err, out)
-		}
-	}
-	if len(chains) == 0 {
-		t.Fatalf("pod %s has no NAT chain:\n%s", uuid, out)
-	}
-	for ch := range chains {
-		for _, op := range []string{"-F", "-X"} {
-			if out, err := exec.Command("iptables", "-w", "-t", "nat", op, ch).CombinedOutput(); err != nil {
-				t.Fatalf("iptables %s %s: %v: %s", op, ch, err, out)
-			}
 		}
 	}
 }
@@ -161,14 +126,20 @@ esac
 exit 0
 `
 
-// TestCRIKilledDuringADD: the service and the sandbox's supervisor are
-// SIGKILLed while the sandbox's CNI ADDs run (the bridge plugin's done:
-// veth, address and NAT rules exist; the next one's ADD still runs). With
-// no kubelet to stop the sandbox, the service's repair releases all of it
+// TestCRIKilledDuringADD: the service is SIGKILLed while the sandbox's CNI
+// ADDs run (the bridge plugin's done: veth, address and NAT rules exist; the
+// next one's ADD still runs), its supervisor killed too or left running
+// (the service starts it during the ADDs). With no kubelet to stop the
+// sandbox, the restarted service's repair stops and releases all of it
 // (and stops the orphaned ADD); the sandbox stays listed, not ready, until
 // it is removed.
 func TestCRIKilledDuringADD(t *testing.T) {
 	requireRoot(t)
+	t.Run("stage1 killed", func(t *testing.T) { testCRIKilledDuringADD(t, true) })
+	t.Run("stage1 alive", func(t *testing.T) { testCRIKilledDuringADD(t, false) })
+}
+
+func testCRIKilledDuringADD(t *testing.T, killStage1 bool) {
 	env := testutil.NewEnv(t)
 	bin := filepath.Join(env.Root, "cni-bin")
 	conf := filepath.Join(env.Root, "net-slow.d")
@@ -206,7 +177,9 @@ func TestCRIKilledDuringADD(t *testing.T) {
 	if veths, _ := exec.Command("ip", "-o", "link", "show", "master", bridge).Output(); len(veths) == 0 {
 		t.Fatal("no veth on the bridge while the ADD runs")
 	}
-	killAStage1(t, env.DataDir)
+	if killStage1 {
+		killAStage1(t, env.DataDir)
+	}
 	svc.Kill()
 	svc.Restart()
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -104,6 +105,7 @@ func containerdPodPSS(t testing.TB, c *criClient, id string) int {
 // peer is one runtime under measurement.
 type peer struct {
 	name   string
+	ref    bool // a peer of issue 10's goals (a containerd), not a build of rkt
 	c      *criClient
 	ep     string // unix:// endpoint for crictl
 	pid    int    // the daemon
@@ -135,21 +137,20 @@ func (p *peer) runPod(t testing.TB, name, logDir string) (string, string) {
 	return rp.PodSandboxId, cc.ContainerId
 }
 
-// BenchmarkCRIVsContainerd measures the kubelet-service and containerd
+// BenchmarkCRIVsContainerd measures the kubelet-service and the containerds
 // side by side in one run, their calls interleaved so that the machine's
-// drift hits both: the pod and container lifecycle per RPC (p50 of 20
+// drift hits all: the pod and container lifecycle per RPC (p50 of 20
 // rounds), crictl runp+create+start as processes, List*/Status at 10
 // running pods, the daemon's RSS (idle, and at 10 pods after the calls)
 // and each pod's own memory (PSS of rkt's supervisor and namespace
 // holder; of containerd's shim and pause).
-// It prints one table with the ratio rkt/containerd. Skipped when
-// containerd is not installed (make bench installs it).
+// The containerds are Debian's (1.6, runc) and 2.4.2 with crun, each when
+// installed (.ci/install-bench-deps; make bench runs it), or those
+// RKT_BENCH_PEERS names (containerd,containerd2). It prints one table with
+// rkt's ratio to each and to the best (lowest p50) and issue 10's goals.
 func BenchmarkCRIVsContainerd(b *testing.B) {
 	requireRoot(b)
-	version := containerdVersion()
-	if version == "" {
-		b.Skip("containerd is not installed (.ci/install-bench-deps)")
-	}
+	dists := benchContainerds(b)
 	env := testutil.NewEnv(b)
 	reg := testutil.StartRegistry(b)
 	ref, pauseRef := pushPeerImages(b, reg)
@@ -176,14 +177,16 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		}
 		crictlRounds = n
 	}
-	cd := startContainerd(b, reg.Addr, pauseRef)
-	peers := []*peer{
-		{name: "rkt", c: dialCRI(b, svc), ep: svc.Endpoint, pid: svc.cmd.Process.Pid, podPSS: rktPodPSS},
-		{name: "containerd", c: cd.client(b), ep: "unix://" + cd.Socket, pid: cd.Pid(), podPSS: containerdPodPSS,
-			cgroupParent: cd.cgroupParent},
+	peers := []*peer{{name: "rkt", c: dialCRI(b, svc), ep: svc.Endpoint, pid: svc.cmd.Process.Pid, podPSS: rktPodPSS}}
+	var versions []string
+	for _, d := range dists {
+		cd := startContainerdDist(b, d, reg.Addr, pauseRef)
+		peers = append(peers, &peer{name: d.name, ref: true, c: cd.client(b), ep: "unix://" + cd.Socket, pid: cd.Pid(),
+			podPSS: containerdPodPSS, cgroupParent: cd.cgroupParent})
+		versions = append(versions, d.name+" = "+d.version())
 	}
 	// RKT_BENCH_BASE=dir adds the rkt and stage1 of dir (another build) as
-	// a third peer, rkt-base, measured in the same rounds (its logs, with
+	// a peer, rkt-base, measured in the same rounds (its logs, with
 	// RKT_BENCH_SVC_LOG, in file.base and file.base.stage1).
 	if base := os.Getenv("RKT_BENCH_BASE"); base != "" {
 		benv := testutil.NewEnv(b)
@@ -247,49 +250,148 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	if only == "" {
 		podPSS, busy = measureTenPods(b, peers, lat, logDir)
 	}
+	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s; same host, same run (ms: p50, p99; memory: KiB):\n",
+		strings.Join(versions, ", "))
+	printVsTable(b, peers, lat, idle, busy, podPSS)
+}
 
-	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s, same host, same run (ms: p50, p99):\n", version)
-	_, withBase := lat["rkt-base"]
-	if withBase {
-		fmt.Printf("  %-26s %17s %17s %12s %17s %12s %10s\n", "call", "containerd", "rkt", "rkt/ctrd p50",
-			"rkt-base", "base/ctrd", "rkt/base")
-	} else {
-		fmt.Printf("  %-26s %17s %17s %12s\n", "call", "containerd", "rkt", "rkt/ctrd p50")
+// benchContainerds returns the containerds to measure rkt against: those
+// RKT_BENCH_PEERS names (comma-separated), by default each one installed.
+// It skips b when none is.
+func benchContainerds(b *testing.B) []containerdDist {
+	d2, ok2 := containerd2()
+	known := map[string]containerdDist{"containerd": debianContainerd(), "containerd2": d2}
+	installed := map[string]bool{"containerd": containerdVersion() != "", "containerd2": ok2}
+	names := []string{"containerd", "containerd2"}
+	explicit := os.Getenv("RKT_BENCH_PEERS")
+	if explicit != "" {
+		names = strings.Split(explicit, ",")
+	}
+	var out []containerdDist
+	for _, n := range names {
+		if _, ok := known[n]; !ok {
+			b.Fatalf("RKT_BENCH_PEERS: unknown peer %q (containerd, containerd2)", n)
+		}
+		switch {
+		case installed[n]:
+			out = append(out, known[n])
+		case explicit != "":
+			b.Fatalf("RKT_BENCH_PEERS: %s is not installed (.ci/install-bench-deps)", n)
+		default:
+			b.Logf("%s is not installed (.ci/install-bench-deps installs it): left out", n)
+		}
+	}
+	if len(out) == 0 {
+		b.Skip("no containerd is installed (.ci/install-bench-deps)")
+	}
+	return out
+}
+
+// vsGoals are issue 10's goals on latency rows: rkt's p50 at most this
+// times the best peer's.
+var vsGoals = map[string]float64{
+	"ListPodSandbox": 1, "ListContainers": 1, "PodSandboxStatus": 1, "ContainerStatus": 1,
+	"ListContainerStats": 1, "ListPodSandboxStats": 1, "Status": 1,
+	"StopPodSandbox": 1, "RemoveContainer": 1, "crictl runp+create+start": 0.5,
+}
+
+// Issue 10's memory goals, KiB.
+const (
+	goalPodPSSKB  = 1536
+	goalIdleRSSKB = 16384
+)
+
+// printVsTable prints p50 and p99 of each runtime on each row, rkt's ratio
+// to the best peer (the lowest p50 of the containerds), to each peer and
+// to rkt-base, and whether rkt meets the row's goal; then the memory rows.
+func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, busy, podPSS map[string]int) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	defer w.Flush()
+	head := []string{fmt.Sprintf("%-26s", "call")}
+	for _, p := range peers {
+		head = append(head, p.name+" p50", "p99")
+	}
+	head = append(head, "rkt/best")
+	for _, p := range peers[1:] {
+		head = append(head, "rkt/"+p.name)
+	}
+	fmt.Fprintln(w, "  "+strings.Join(append(head, "goal"), "\t")+"\t")
+	// row prints a row of values per peer (p99s: nil when none) and
+	// returns rkt's ratio to the best peer.
+	row := func(name string, val, p99 map[string]float64, goal string, pass func(ratio float64) bool) float64 {
+		cells, best := []string{fmt.Sprintf("%-26s", name)}, 0.0
+		for _, p := range peers {
+			if p99 == nil {
+				cells = append(cells, fmt.Sprintf("%.0f", val[p.name]), "-")
+			} else {
+				cells = append(cells, fmt.Sprintf("%.2f", val[p.name]), fmt.Sprintf("%.2f", p99[p.name]))
+			}
+			if p.ref && (best == 0 || val[p.name] < best) {
+				best = val[p.name]
+			}
+		}
+		ratio := val["rkt"] / best
+		cells = append(cells, fmt.Sprintf("%.2f", ratio))
+		for _, p := range peers[1:] {
+			cells = append(cells, fmt.Sprintf("%.2f", val["rkt"]/val[p.name]))
+		}
+		if goal != "" {
+			verdict := "FAIL"
+			if pass(ratio) {
+				verdict = "ok"
+			}
+			goal += " " + verdict
+		}
+		fmt.Fprintln(w, "  "+strings.Join(append(cells, goal), "\t")+"\t")
+		return ratio
 	}
 	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
 		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
 		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
 		"ListContainerStats", "ListPodSandboxStats", "Status"} {
-		r, c := lat["rkt"][name], lat["containerd"][name]
-		if len(r) == 0 || len(c) == 0 {
+		p50, p99 := map[string]float64{}, map[string]float64{}
+		for _, p := range peers {
+			l := lat[p.name][name]
+			if len(l) == 0 {
+				p50 = nil
+				break
+			}
+			p50[p.name], p99[p.name] = ms(percentile(l, 50)), ms(percentile(l, 99))
+		}
+		if p50 == nil {
 			continue
 		}
-		rp, cp := percentile(r, 50), percentile(c, 50)
-		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2f %12.2f", name, ms(cp), ms(percentile(c, 99)),
-			ms(rp), ms(percentile(r, 99)), float64(rp)/float64(cp))
-		if bl := lat["rkt-base"][name]; len(bl) > 0 {
-			bp := percentile(bl, 50)
-			fmt.Printf(" %8.2f %8.2f %12.2f %10.2f", ms(bp), ms(percentile(bl, 99)), float64(bp)/float64(cp), float64(rp)/float64(bp))
+		goal, pass := "", func(float64) bool { return true }
+		if f, ok := vsGoals[name]; ok {
+			goal, pass = fmt.Sprintf("<=%gx best", f), func(r float64) bool { return r <= f }
 		}
-		fmt.Println()
+		ratio := row(name, p50, p99, goal, pass)
 		metric := strings.ReplaceAll(name, " ", "-")
-		b.ReportMetric(ms(rp), metric+"-rkt-p50-ms")
-		b.ReportMetric(ms(cp), metric+"-containerd-p50-ms")
-		b.ReportMetric(float64(rp)/float64(cp), metric+"-ratio")
+		for _, p := range peers {
+			b.ReportMetric(p50[p.name], metric+"-"+p.name+"-p50-ms")
+		}
+		b.ReportMetric(ratio, metric+"-ratio-best")
 	}
 	if len(podPSS) == 0 {
 		return
 	}
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon idle RSS (KiB)", idle["containerd"], idle["rkt"],
-		float64(idle["rkt"])/float64(idle["containerd"]))
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "daemon RSS, 10 pods (KiB)", busy["containerd"], busy["rkt"],
-		float64(busy["rkt"])/float64(busy["containerd"]))
-	fmt.Printf("  %-26s %17d %17d %12.2f\n", "per-pod PSS (KiB)", podPSS["containerd"], podPSS["rkt"],
-		float64(podPSS["rkt"])/float64(podPSS["containerd"]))
+	kib := func(m map[string]int) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			out[k] = float64(v)
+		}
+		return out
+	}
+	row("daemon idle RSS", kib(idle), nil, fmt.Sprintf("rkt<=%d", goalIdleRSSKB),
+		func(float64) bool { return idle["rkt"] <= goalIdleRSSKB })
+	row("daemon RSS, 10 pods", kib(busy), nil, "", nil)
+	row("per-pod PSS", kib(podPSS), nil, fmt.Sprintf("rkt<=%d", goalPodPSSKB),
+		func(float64) bool { return podPSS["rkt"] <= goalPodPSSKB })
 	b.ReportMetric(float64(idle["rkt"])/1024, "rkt-idle-rss-MiB")
 	b.ReportMetric(float64(busy["rkt"])/1024, "rkt-10pods-rss-MiB")
-	b.ReportMetric(float64(podPSS["rkt"])/1024, "rkt-pod-pss-MiB")
-	b.ReportMetric(float64(podPSS["containerd"])/1024, "containerd-pod-pss-MiB")
+	for _, p := range peers {
+		b.ReportMetric(float64(podPSS[p.name])/1024, p.name+"-pod-pss-MiB")
+	}
 }
 
 // measureTenPods times the List/Status/Stats calls at 10 running pods of
@@ -432,7 +534,11 @@ func crictlRun(b *testing.B, p *peer, name, logDir string) error {
 		cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE=/dev/null")
 		out, err := cmd.Output()
 		if err != nil {
-			return "", fmt.Errorf("crictl %s: %w", strings.Join(args, " "), err)
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			return "", fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(stderr)))
 		}
 		return strings.TrimSpace(string(out)), nil
 	}

@@ -55,6 +55,10 @@ func New(path string, kind Kind) (*FileLock, error) {
 	return &FileLock{path: path, f: f}, nil
 }
 
+// FromFile locks f, an open file the caller created with its own owner and
+// mode; the lock owns f.
+func FromFile(f *os.File) *FileLock { return &FileLock{path: f.Name(), f: f} }
+
 // TryExclusive opens path and takes an exclusive lock without waiting.
 func TryExclusive(path string, kind Kind) (*FileLock, error) {
 	return openAnd(path, kind, (*FileLock).TryExclusiveLock)

@@ -53,6 +53,11 @@ func (d PodDir) Cleaned() string { return d.join("stage0-cleaned") }
 // was cut off while starting.
 func (d PodDir) Started() string { return d.join("stage0-started") }
 
+// Starting is locked by the stage0 that starts the pod until it marked it
+// started: a pod whose supervisor runs without the mark and with this lock
+// free lost its starter half-way.
+func (d PodDir) Starting() string { return d.join("stage0-starting") }
+
 // Volume is the backing directory of the pod's "empty" volume name.
 func (d PodDir) Volume(name string) string { return d.join("volumes", name) }
 
