@@ -18,8 +18,10 @@ package main
 // the Go supervisor when nothing is in flight (refresh.go), all C and run
 // from this constructor before the Go runtime starts. It only copies its
 // apps' output into their logs. Anything else (a connection on the control
-// socket, an app's exit, SIGTERM/SIGINT/SIGHUP) makes it exec
-// `stage1 resume`, the Go supervisor, which handles it.
+// socket, an app's exit, SIGTERM/SIGINT/SIGHUP: pending since the exec, in
+// its signalfd, or taken by the Go supervisor's threads, in the pipe of
+// --stop-fd) makes it exec `stage1 resume`, the Go supervisor, which
+// handles it.
 
 #define LEAN_MAX_LINE (16 * 1024) // maxLogLine of logwriter.go
 

@@ -210,8 +210,8 @@ func fileFd(f *os.File) int {
 }
 
 // execLean writes the state to a memfd and execs `stage1 lean` with it and
-// fds inherited (stopFd: the stop signals' pipe). It runs on the main thread, the parent of the pod's
-// processes, and returns only on failure.
+// fds inherited (stopFd: the stop signals' pipe). It runs on the main
+// thread, the parent of the pod's processes, and returns only on failure.
 func execLean(st *resumeState, fds []int, stopFd int) error {
 	b, err := json.Marshal(st)
 	if err != nil {
