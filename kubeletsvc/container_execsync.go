@@ -9,6 +9,7 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/rkt/rkt/stage0"
 )
@@ -88,7 +89,11 @@ func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runt
 	if !ct.sb.ready() {
 		return nil, fmt.Errorf("%w: container %s does not run", errFailedPrecondition, ct.id)
 	}
-	return c.stream.GetExec(r)
+	st, err := c.streamServer()
+	if err != nil {
+		return nil, err
+	}
+	return st.GetExec(r)
 }
 
 // Attach returns a streaming URL to attach to a container.
@@ -100,7 +105,19 @@ func (c *criService) Attach(ctx context.Context, r *runtimeapi.AttachRequest) (*
 	if !ct.sb.ready() {
 		return nil, fmt.Errorf("%w: container %s does not run", errFailedPrecondition, ct.id)
 	}
-	return c.stream.GetAttach(r)
+	st, err := c.streamServer()
+	if err != nil {
+		return nil, err
+	}
+	return st.GetAttach(r)
+}
+
+// streamServer returns the streaming server, made on first use.
+func (c *criService) streamServer() (streaming.Server, error) {
+	if c.stream == nil {
+		return nil, errors.New("no streaming server: the service is not serving")
+	}
+	return c.stream.server()
 }
 
 // PortForward returns a streaming URL to forward ports of a sandbox.
@@ -108,5 +125,9 @@ func (c *criService) PortForward(ctx context.Context, r *runtimeapi.PortForwardR
 	if _, err := c.getSandbox(ctx, r.GetPodSandboxId()); err != nil {
 		return nil, err
 	}
-	return c.stream.GetPortForward(r)
+	st, err := c.streamServer()
+	if err != nil {
+		return nil, err
+	}
+	return st.GetPortForward(r)
 }

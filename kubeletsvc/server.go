@@ -10,16 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/cri-streaming/pkg/streaming"
 )
 
 // Config configures the service. Zero values take the defaults noted.
@@ -46,12 +42,11 @@ const maxMsgSize = 16 << 20
 
 // Server is a running-or-ready kubelet-service.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	gid    int
-	svc    *criService
-	grpc   *grpc.Server
-	stream streaming.Server
+	cfg  Config
+	log  *slog.Logger
+	gid  int
+	svc  *criService
+	grpc *grpc.Server
 }
 
 // New validates cfg and prepares the service; it opens no socket yet.
@@ -100,34 +95,18 @@ func newGRPCServer(svc *criService, in *instrument, opts ...grpc.ServerOption) *
 // done, then stops accepting, lets in-flight calls finish within the
 // shutdown bound and returns. Pods keep running.
 func (s *Server) Serve(ctx context.Context) error {
-	sl, err := net.Listen("tcp", s.cfg.StreamAddr)
+	st, err := newLazyStream(s.cfg.StreamAddr, &streamRuntime{svc: s.svc}, s.log)
 	if err != nil {
-		return fmt.Errorf("cannot listen for streaming on %q: %w", s.cfg.StreamAddr, err)
+		return err
 	}
-	base := &url.URL{Scheme: "http", Host: sl.Addr().String()}
-	scfg := streaming.DefaultConfig
-	scfg.Addr = sl.Addr().String()
-	scfg.BaseURL = base
-	st, err := streaming.NewServer(scfg, &streamRuntime{svc: s.svc})
-	if err != nil {
-		sl.Close()
-		return fmt.Errorf("cannot create the streaming server: %w", err)
-	}
-	s.stream = st
 	s.svc.stream = st
-	hs := &http.Server{Handler: st, ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := hs.Serve(sl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("streaming server stopped", "error", err)
-		}
-	}()
-	defer hs.Close()
+	defer st.close()
 
 	l, activated, err := listen(s.cfg.SocketPath, s.gid)
 	if err != nil {
 		return err
 	}
-	s.log.Info("kubelet-service listening", "socket", l.Addr().String(), "socketActivated", activated, "streaming", base.String())
+	s.log.Info("kubelet-service listening", "socket", l.Addr().String(), "socketActivated", activated, "streaming", st.baseURL().String())
 	var gcDone atomic.Bool
 	defer gcDone.Store(true)
 	tuneGC(&gcDone)

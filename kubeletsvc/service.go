@@ -7,7 +7,6 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
 	"github.com/rkt/rkt/stage0"
@@ -24,7 +23,7 @@ type criService struct {
 	log    *slog.Logger
 	store  imageStore
 	rt     podRuntime
-	stream streaming.Server // set by Server.Serve before serving
+	stream *lazyStream // set by Server.Serve before serving
 
 	sandboxNames   *registrar.Registrar // name_namespace_uid_attempt -> pod UUID
 	containerNames *registrar.Registrar // name_sandbox_attempt -> container ID

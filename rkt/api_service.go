@@ -15,14 +15,16 @@ func init() {
 		{"api-service", "`rkt api-service` was removed; `rkt kubelet-service` replaced it (it serves the Kubernetes CRI; its unit is rkt-kubelet-service.socket). See Documentation/upgrading.md"},
 		{"metadata-service", "`rkt metadata-service` was removed: apps of this rkt have no appc metadata service. See Documentation/upgrading.md"},
 	} {
-		subcommands = append(subcommands, &cobra.Command{
-			Use:                c.name,
-			Short:              "Removed: " + c.msg,
-			Hidden:             true,
-			DisableFlagParsing: true,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return &exitError{code: removedExitCode, err: errors.New(c.msg)}
-			},
+		addCommand(c.name, func() *cobra.Command {
+			return &cobra.Command{
+				Use:                c.name,
+				Short:              "Removed: " + c.msg,
+				Hidden:             true,
+				DisableFlagParsing: true,
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return &exitError{code: removedExitCode, err: errors.New(c.msg)}
+				},
+			}
 		})
 	}
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/rkt/rkt/stage0"
 )
 
-func init() {
-	appCmd.AddCommand(appAttachCmd())
-}
-
 // appAttachCmd is `rkt app attach`: this terminal (or stdio) on a running
 // app's stdin/stdout/stderr, the CLI twin of CRI Attach.
 func appAttachCmd() *cobra.Command {

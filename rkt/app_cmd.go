@@ -12,16 +12,17 @@ import (
 	"github.com/rkt/rkt/stage0"
 )
 
-// appCmd is `rkt app`, the per-app lifecycle (the CLI twin of the CRI).
-var appCmd = &cobra.Command{
-	Use:   "app",
-	Short: "Manage the apps of a pod started with `rkt app sandbox`",
-}
-
+// `rkt app` is the per-app lifecycle (the CLI twin of the CRI).
 func init() {
-	subcommands = append(subcommands, appCmd)
-	appCmd.AddCommand(appSandboxCmd(), appAddCmd(), appStartCmd(), appStopCmd(), appRmCmd(),
-		appListCmd(), appStatusCmd(), appExecCmd())
+	addCommand("app", func() *cobra.Command {
+		cmd := &cobra.Command{
+			Use:   "app",
+			Short: "Manage the apps of a pod started with `rkt app sandbox`",
+		}
+		cmd.AddCommand(appSandboxCmd(), appAddCmd(), appStartCmd(), appStopCmd(), appRmCmd(),
+			appListCmd(), appStatusCmd(), appExecCmd(), appAttachCmd())
+		return cmd
+	})
 }
 
 func appAddCmd() *cobra.Command {

@@ -7,10 +7,12 @@ import (
 )
 
 func init() {
-	cmd := execCommand(&cobra.Command{
-		Use:               "enter [--app=NAME] UUID [--] [CMD [ARGS...]]",
-		Short:             "Run a command (default: a shell) in a running app of a pod",
-		ValidArgsFunction: completePods(stage0.PodRunning),
-	}, true, "auto")
-	subcommands = append(subcommands, cmd)
+	addCommand("enter", func() *cobra.Command {
+		cmd := execCommand(&cobra.Command{
+			Use:               "enter [--app=NAME] UUID [--] [CMD [ARGS...]]",
+			Short:             "Run a command (default: a shell) in a running app of a pod",
+			ValidArgsFunction: completePods(stage0.PodRunning),
+		}, true, "auto")
+		return cmd
+	})
 }

@@ -21,11 +21,12 @@ type fetchFlags struct {
 }
 
 func init() {
-	var f fetchFlags
-	cmd := &cobra.Command{
-		Use:   "fetch IMAGE...",
-		Short: "Fetch images into the store and print their IDs",
-		Long: `Fetch images into rkt's store and print the ID of each.
+	addCommand("fetch", func() *cobra.Command {
+		var f fetchFlags
+		cmd := &cobra.Command{
+			Use:   "fetch IMAGE...",
+			Short: "Fetch images into the store and print their IDs",
+			Long: `Fetch images into rkt's store and print the ID of each.
 
 IMAGE is a registry reference (docker://quay.io/org/app:1.0, busybox,
 name@sha256:...), oci-archive:PATH, docker-archive:PATH (as docker save
@@ -34,13 +35,14 @@ writes), oci:DIR[:tag] (an OCI image layout) or aci:PATH (an ACI of rkt
 
 A registry that sends nothing for 30s fails the fetch; the environment
 variable RKT_FETCH_IDLE_TIMEOUT (e.g. 2m) changes that.`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runFetch(cmd, args, f) },
-	}
-	cmd.Flags().StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch from the registry: never (store only), new (when not in the store), update (when the registry has a newer image)")
-	cmd.Flags().StringVar(&f.creds, "creds", "", "credentials for the image's registry, as user:password")
-	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not show download progress")
-	subcommands = append(subcommands, cmd)
+			Args: cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return runFetch(cmd, args, f) },
+		}
+		cmd.Flags().StringVar(&f.pullPolicy, "pull-policy", string(store.PullNew), "when to fetch from the registry: never (store only), new (when not in the store), update (when the registry has a newer image)")
+		cmd.Flags().StringVar(&f.creds, "creds", "", "credentials for the image's registry, as user:password")
+		cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not show download progress")
+		return cmd
+	})
 }
 
 func runFetch(cmd *cobra.Command, args []string, f fetchFlags) error {

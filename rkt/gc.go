@@ -11,58 +11,60 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var o stage0.GCOptions
-	cmd := podCommand(&cobra.Command{
-		Use:   "gc",
-		Short: "Garbage-collect exited pods and release their resources",
-		Long: `Release the resources of exited pods (network, mounts, cgroups) and move them
+	addCommand("gc", func() *cobra.Command {
+		var rf runtimeFlags
+		var o stage0.GCOptions
+		cmd := podCommand(&cobra.Command{
+			Use:   "gc",
+			Short: "Garbage-collect exited pods and release their resources",
+			Long: `Release the resources of exited pods (network, mounts, cgroups) and move them
 to exited-garbage; delete exited-garbage pods older than --grace-period,
 prepared pods older than --expire-prepared and aborted prepares.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			res, err := rt.GC(ctx, o)
-			if err != nil {
-				return fmt.Errorf("cannot collect pods: %w", err)
-			}
-			legacyNotice(cmd.ErrOrStderr(), true, false)
-			removed := map[string]bool{}
-			for _, u := range res.Removed {
-				removed[u] = true
-				fmt.Fprintf(cmd.OutOrStdout(), "Garbage collecting pod %q\n", u)
-			}
-			for _, u := range res.Collected {
-				if !removed[u] {
-					fmt.Fprintf(cmd.OutOrStdout(), "Moving pod %q to garbage\n", u)
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				rt, err := newRuntimeNoStore(rf)
+				if err != nil {
+					return err
 				}
-			}
-			if res.Network != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "rkt: %v\n", res.Network)
-			}
-			if len(res.Errors) > 0 {
-				var ids []string
-				for u := range res.Errors {
-					ids = append(ids, u)
+				ctx, cancel := signalContext()
+				defer cancel()
+				res, err := rt.GC(ctx, o)
+				if err != nil {
+					return fmt.Errorf("cannot collect pods: %w", err)
 				}
-				sort.Strings(ids)
-				for _, u := range ids {
-					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: pod %s: %v\n", u, res.Errors[u])
+				legacyNotice(cmd.ErrOrStderr(), true, false)
+				removed := map[string]bool{}
+				for _, u := range res.Removed {
+					removed[u] = true
+					fmt.Fprintf(cmd.OutOrStdout(), "Garbage collecting pod %q\n", u)
 				}
-				return &exitError{code: 254, err: fmt.Errorf("%d pods not collected", len(ids))}
-			}
-			if res.Network != nil {
-				return &exitError{code: 254, err: errors.New("network resources of vanished pods not released")}
-			}
-			return nil
-		},
-	}, &rf)
-	cmd.Flags().DurationVar(&o.GracePeriod, "grace-period", stage0.DefaultGCGracePeriod, "how long exited pods are kept before they are deleted")
-	cmd.Flags().DurationVar(&o.ExpirePrepared, "expire-prepared", stage0.DefaultExpirePrepared, "how long prepared pods are kept")
-	subcommands = append(subcommands, cmd)
+				for _, u := range res.Collected {
+					if !removed[u] {
+						fmt.Fprintf(cmd.OutOrStdout(), "Moving pod %q to garbage\n", u)
+					}
+				}
+				if res.Network != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: %v\n", res.Network)
+				}
+				if len(res.Errors) > 0 {
+					var ids []string
+					for u := range res.Errors {
+						ids = append(ids, u)
+					}
+					sort.Strings(ids)
+					for _, u := range ids {
+						fmt.Fprintf(cmd.ErrOrStderr(), "rkt: pod %s: %v\n", u, res.Errors[u])
+					}
+					return &exitError{code: 254, err: fmt.Errorf("%d pods not collected", len(ids))}
+				}
+				if res.Network != nil {
+					return &exitError{code: 254, err: errors.New("network resources of vanished pods not released")}
+				}
+				return nil
+			},
+		}, &rf)
+		cmd.Flags().DurationVar(&o.GracePeriod, "grace-period", stage0.DefaultGCGracePeriod, "how long exited pods are kept before they are deleted")
+		cmd.Flags().DurationVar(&o.ExpirePrepared, "expire-prepared", stage0.DefaultExpirePrepared, "how long prepared pods are kept")
+		return cmd
+	})
 }

@@ -21,29 +21,31 @@ type imageListFlags struct {
 }
 
 func init() {
-	var f imageListFlags
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List the images in the store",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStore()
-			if err != nil {
-				return err
-			}
-			imgs, err := s.ListImages()
-			if err != nil {
-				return fmt.Errorf("cannot list images: %w", err)
-			}
-			legacyNotice(cmd.ErrOrStderr(), false, true)
-			return printImages(cmd.OutOrStdout(), imgs, f, time.Now())
-		},
-	}
-	cmd.Flags().StringVar(&f.format, "format", "", "output format: json or json-pretty (default: a table)")
-	cmd.Flags().BoolVar(&f.noLegend, "no-legend", false, "do not print the table header")
-	cmd.Flags().BoolVar(&f.full, "full", false, "print full image IDs and absolute times")
-	imageCmd.AddCommand(cmd)
+	addImageCommand(func() *cobra.Command {
+		var f imageListFlags
+		cmd := &cobra.Command{
+			Use:     "list",
+			Aliases: []string{"ls"},
+			Short:   "List the images in the store",
+			Args:    cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := openStore()
+				if err != nil {
+					return err
+				}
+				imgs, err := s.ListImages()
+				if err != nil {
+					return fmt.Errorf("cannot list images: %w", err)
+				}
+				legacyNotice(cmd.ErrOrStderr(), false, true)
+				return printImages(cmd.OutOrStdout(), imgs, f, time.Now())
+			},
+		}
+		cmd.Flags().StringVar(&f.format, "format", "", "output format: json or json-pretty (default: a table)")
+		cmd.Flags().BoolVar(&f.noLegend, "no-legend", false, "do not print the table header")
+		cmd.Flags().BoolVar(&f.full, "full", false, "print full image IDs and absolute times")
+		return cmd
+	})
 }
 
 // printImages writes imgs as a table (one row per name) or as JSON.

@@ -32,6 +32,10 @@ type kubeletServiceFlags struct {
 }
 
 func init() {
+	addCommand("kubelet-service", kubeletServiceCmd)
+}
+
+func kubeletServiceCmd() *cobra.Command {
 	var f kubeletServiceFlags
 	cmd := &cobra.Command{
 		Use:   "kubelet-service",
@@ -57,7 +61,7 @@ service finds them again.`,
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may take to finish on SIGTERM")
 	fl.StringSliceVar(&f.runtimeHandlers, "runtime-handler", nil, "extra runtime handler names (RuntimeClass handlers) run like the default one")
 	fl.DurationVar(&f.repairInterval, "repair-interval", kubeletsvc.DefaultRepairInterval, "how often to collect, besides at start, what crashes left: aborted pod creations, content of failed pulls")
-	subcommands = append(subcommands, cmd)
+	return cmd
 }
 
 func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {

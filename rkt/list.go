@@ -18,33 +18,35 @@ type listFlags struct {
 }
 
 func init() {
-	var rf runtimeFlags
-	var f listFlags
-	cmd := podCommand(&cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List pods",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(f.format); err != nil {
-				return err
-			}
-			rt, err := newRuntimeNoStore(rf)
-			if err != nil {
-				return err
-			}
-			pods, err := rt.List(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("cannot list pods: %w", err)
-			}
-			legacyNotice(cmd.ErrOrStderr(), true, false)
-			return printPods(cmd.OutOrStdout(), pods, f, time.Now())
-		},
-	}, &rf)
-	cmd.Flags().BoolVar(&f.full, "full", false, "full UUIDs and image IDs, absolute times")
-	cmd.Flags().BoolVar(&f.noLegend, "no-legend", false, "do not print the table header")
-	cmd.Flags().StringVar(&f.format, "format", "", "output format: json or json-pretty (default: a table)")
-	subcommands = append(subcommands, cmd)
+	addCommand("list", func() *cobra.Command {
+		var rf runtimeFlags
+		var f listFlags
+		cmd := podCommand(&cobra.Command{
+			Use:     "list",
+			Aliases: []string{"ls"},
+			Short:   "List pods",
+			Args:    cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkFormat(f.format); err != nil {
+					return err
+				}
+				rt, err := newRuntimeNoStore(rf)
+				if err != nil {
+					return err
+				}
+				pods, err := rt.List(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("cannot list pods: %w", err)
+				}
+				legacyNotice(cmd.ErrOrStderr(), true, false)
+				return printPods(cmd.OutOrStdout(), pods, f, time.Now())
+			},
+		}, &rf)
+		cmd.Flags().BoolVar(&f.full, "full", false, "full UUIDs and image IDs, absolute times")
+		cmd.Flags().BoolVar(&f.noLegend, "no-legend", false, "do not print the table header")
+		cmd.Flags().StringVar(&f.format, "format", "", "output format: json or json-pretty (default: a table)")
+		return cmd
+	})
 }
 
 // printPods prints one row per app (a pod without apps gets one row).

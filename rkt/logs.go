@@ -11,21 +11,23 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var follow bool
-	var apps []string
-	cmd := podCommand(&cobra.Command{
-		Use:               "logs UUID",
-		Short:             "Print the output of a pod's apps",
-		ValidArgsFunction: completePods(),
-		Args:              cobra.ExactArgs(1),
-		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
-			return showLogs(ctx, rt, uuid, apps, follow, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		}),
-	}, &rf)
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the pod exits")
-	cmd.Flags().StringSliceVar(&apps, "app", nil, "only these apps")
-	subcommands = append(subcommands, cmd)
+	addCommand("logs", func() *cobra.Command {
+		var rf runtimeFlags
+		var follow bool
+		var apps []string
+		cmd := podCommand(&cobra.Command{
+			Use:               "logs UUID",
+			Short:             "Print the output of a pod's apps",
+			ValidArgsFunction: completePods(),
+			Args:              cobra.ExactArgs(1),
+			RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+				return showLogs(ctx, rt, uuid, apps, follow, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}),
+		}, &rf)
+		cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the pod exits")
+		cmd.Flags().StringSliceVar(&apps, "app", nil, "only these apps")
+		return cmd
+	})
 }
 
 // showLogs prints the logs of a pod's apps (all when apps is empty); with

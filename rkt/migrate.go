@@ -22,11 +22,12 @@ type migrateFlags struct {
 }
 
 func init() {
-	var f migrateFlags
-	cmd := &cobra.Command{
-		Use:   "migrate",
-		Short: "Import the images of rkt 1.x and report what else it left",
-		Long: `Find what rkt 1.x left in the data directory (its ql image index, ACI images,
+	addCommand("migrate", func() *cobra.Command {
+		var f migrateFlags
+		cmd := &cobra.Command{
+			Use:   "migrate",
+			Short: "Import the images of rkt 1.x and report what else it left",
+			Long: `Find what rkt 1.x left in the data directory (its ql image index, ACI images,
 rendered trees, pods) and in the configuration directories. Import its ACI
 images into this rkt's store (names: the ACI name and version label; names
 without a host go under localhost/), list its pods, which this rkt neither
@@ -36,17 +37,18 @@ only read. Running it again imports again, to the same image IDs.
 With --remove-legacy, delete what rkt 1.x left once its images are imported:
 its pods (unmounting what is mounted below them; refused while one runs),
 its index, ACIs and trees. See Documentation/upgrading.md.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			return runMigrate(ctx, cmd.OutOrStdout(), f)
-		},
-	}
-	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "only report; import and remove nothing")
-	cmd.Flags().BoolVar(&f.remove, "remove-legacy", false, "after importing, delete rkt 1.x's pods, index, ACIs and trees")
-	cmd.Flags().BoolVar(&f.once, "once", false, "import nothing if rkt 1.x's images were imported before (for the package's upgrade step)")
-	subcommands = append(subcommands, cmd)
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx, cancel := signalContext()
+				defer cancel()
+				return runMigrate(ctx, cmd.OutOrStdout(), f)
+			},
+		}
+		cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "only report; import and remove nothing")
+		cmd.Flags().BoolVar(&f.remove, "remove-legacy", false, "after importing, delete rkt 1.x's pods, index, ACIs and trees")
+		cmd.Flags().BoolVar(&f.once, "once", false, "import nothing if rkt 1.x's images were imported before (for the package's upgrade step)")
+		return cmd
+	})
 }
 
 func runMigrate(ctx context.Context, w io.Writer, f migrateFlags) error {

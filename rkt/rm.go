@@ -13,20 +13,22 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var force bool
-	var uuidFile string
-	cmd := podCommand(&cobra.Command{
-		Use:               "rm UUID...",
-		Short:             "Remove pods that are not running",
-		ValidArgsFunction: completePods(),
-		RunE: eachPod(&rf, &uuidFile, "remove", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
-			return rt.Remove(ctx, uuid, force)
-		}),
-	}, &rf)
-	cmd.Flags().BoolVar(&force, "force", false, "stop running pods first")
-	cmd.Flags().StringVar(&uuidFile, "uuid-file", "", "read the pod UUID from this file")
-	subcommands = append(subcommands, cmd)
+	addCommand("rm", func() *cobra.Command {
+		var rf runtimeFlags
+		var force bool
+		var uuidFile string
+		cmd := podCommand(&cobra.Command{
+			Use:               "rm UUID...",
+			Short:             "Remove pods that are not running",
+			ValidArgsFunction: completePods(),
+			RunE: eachPod(&rf, &uuidFile, "remove", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
+				return rt.Remove(ctx, uuid, force)
+			}),
+		}, &rf)
+		cmd.Flags().BoolVar(&force, "force", false, "stop running pods first")
+		cmd.Flags().StringVar(&uuidFile, "uuid-file", "", "read the pod UUID from this file")
+		return cmd
+	})
 }
 
 // uuidArgs returns the UUIDs given as arguments or in a --uuid-file.

@@ -29,9 +29,11 @@ terminal, Ctrl-C stops the pod and rkt exits with the app's exit code. With
 --detach it prints the pod's UUID and returns; the pod keeps running.`
 
 func init() {
-	subcommands = append(subcommands, podArgsCommand("run", "Run a pod", runLong, true))
-	subcommands = append(subcommands, podArgsCommand("prepare", "Prepare a pod to run later with run-prepared",
-		"Prepare a pod and print its UUID; it starts with `rkt run-prepared UUID`.\n\nUsage: rkt prepare [pod flags] IMAGE [app flags] [-- ARGS...] [--- IMAGE ...]", false))
+	addCommand("run", func() *cobra.Command { return podArgsCommand("run", "Run a pod", runLong, true) })
+	addCommand("prepare", func() *cobra.Command {
+		return podArgsCommand("prepare", "Prepare a pod to run later with run-prepared",
+			"Prepare a pod and print its UUID; it starts with `rkt run-prepared UUID`.\n\nUsage: rkt prepare [pod flags] IMAGE [app flags] [-- ARGS...] [--- IMAGE ...]", false)
+	})
 }
 
 // podArgsCommand builds run or prepare, which parse their own flags.

@@ -10,25 +10,27 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var detach, interactive bool
-	cmd := podCommand(&cobra.Command{
-		Use:               "run-prepared UUID",
-		Short:             "Run a prepared pod",
-		ValidArgsFunction: completePods(stage0.PodPrepared),
-		Args:              cobra.ExactArgs(1),
-		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
-			if err := rt.RunPrepared(ctx, uuid); err != nil {
-				return fmt.Errorf("cannot run pod %s: %w", uuid, err)
-			}
-			if detach {
-				fmt.Fprintln(cmd.OutOrStdout(), uuid)
-				return nil
-			}
-			return foreground(ctx, rt, uuid, interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		}),
-	}, &rf)
-	cmd.Flags().BoolVar(&detach, "detach", false, "start the pod and return")
-	cmd.Flags().BoolVar(&interactive, "interactive", false, "attach this terminal to the pod's (single, tty) app")
-	subcommands = append(subcommands, cmd)
+	addCommand("run-prepared", func() *cobra.Command {
+		var rf runtimeFlags
+		var detach, interactive bool
+		cmd := podCommand(&cobra.Command{
+			Use:               "run-prepared UUID",
+			Short:             "Run a prepared pod",
+			ValidArgsFunction: completePods(stage0.PodPrepared),
+			Args:              cobra.ExactArgs(1),
+			RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+				if err := rt.RunPrepared(ctx, uuid); err != nil {
+					return fmt.Errorf("cannot run pod %s: %w", uuid, err)
+				}
+				if detach {
+					fmt.Fprintln(cmd.OutOrStdout(), uuid)
+					return nil
+				}
+				return foreground(ctx, rt, uuid, interactive, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}),
+		}, &rf)
+		cmd.Flags().BoolVar(&detach, "detach", false, "start the pod and return")
+		cmd.Flags().BoolVar(&interactive, "interactive", false, "attach this terminal to the pod's (single, tty) app")
+		return cmd
+	})
 }

@@ -12,43 +12,45 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var format, wait string
-	cmd := podCommand(&cobra.Command{
-		Use:               "status UUID",
-		Short:             "Show the status of a pod",
-		ValidArgsFunction: completePods(),
-		Args:              cobra.ExactArgs(1),
-		RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			var ps *stage0.PodStatus
-			var err error
-			if wait != "" {
-				if wait != "forever" {
-					d, err := time.ParseDuration(wait)
-					if err != nil {
-						return fmt.Errorf("invalid --wait %q: %w", wait, err)
-					}
-					var c context.CancelFunc
-					ctx, c = context.WithTimeout(ctx, d)
-					defer c()
+	addCommand("status", func() *cobra.Command {
+		var rf runtimeFlags
+		var format, wait string
+		cmd := podCommand(&cobra.Command{
+			Use:               "status UUID",
+			Short:             "Show the status of a pod",
+			ValidArgsFunction: completePods(),
+			Args:              cobra.ExactArgs(1),
+			RunE: onePod(&rf, func(ctx context.Context, cmd *cobra.Command, rt *stage0.Runtime, uuid string, _ []string) error {
+				if err := checkFormat(format); err != nil {
+					return err
 				}
-				ps, err = rt.Wait(ctx, uuid)
-			} else {
-				ps, err = rt.Status(ctx, uuid)
-			}
-			if err != nil {
-				return err
-			}
-			return printStatus(cmd.OutOrStdout(), ps, format)
-		}),
-	}, &rf)
-	cmd.Flags().StringVar(&format, "format", "", "output format: json or json-pretty")
-	cmd.Flags().StringVar(&wait, "wait", "", "wait for the pod to exit (optionally at most this long, e.g. --wait=30s)")
-	cmd.Flags().Lookup("wait").NoOptDefVal = "forever"
-	subcommands = append(subcommands, cmd)
+				var ps *stage0.PodStatus
+				var err error
+				if wait != "" {
+					if wait != "forever" {
+						d, err := time.ParseDuration(wait)
+						if err != nil {
+							return fmt.Errorf("invalid --wait %q: %w", wait, err)
+						}
+						var c context.CancelFunc
+						ctx, c = context.WithTimeout(ctx, d)
+						defer c()
+					}
+					ps, err = rt.Wait(ctx, uuid)
+				} else {
+					ps, err = rt.Status(ctx, uuid)
+				}
+				if err != nil {
+					return err
+				}
+				return printStatus(cmd.OutOrStdout(), ps, format)
+			}),
+		}, &rf)
+		cmd.Flags().StringVar(&format, "format", "", "output format: json or json-pretty")
+		cmd.Flags().StringVar(&wait, "wait", "", "wait for the pod to exit (optionally at most this long, e.g. --wait=30s)")
+		cmd.Flags().Lookup("wait").NoOptDefVal = "forever"
+		return cmd
+	})
 }
 
 // printStatus prints key=value lines like rkt did, or JSON.

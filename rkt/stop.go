@@ -11,27 +11,29 @@ import (
 )
 
 func init() {
-	var rf runtimeFlags
-	var force bool
-	var timeout time.Duration
-	var uuidFile string
-	var cmd *cobra.Command
-	cmd = podCommand(&cobra.Command{
-		Use:               "stop UUID...",
-		Short:             "Stop running pods",
-		Long:              "Stop running pods: each app gets its stop signal (SIGTERM unless the image or --stop-signal set another), then SIGKILL after --timeout; --force kills at once.",
-		ValidArgsFunction: completePods(stage0.PodRunning),
-		RunE: eachPod(&rf, &uuidFile, "stop", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
-			if ps, err := rt.Status(ctx, uuid); err == nil && ps.State == stage0.PodRunning {
-				fmt.Fprintln(cmd.ErrOrStderr(), stopNotice(ps.UUID, force, timeout))
-			}
-			return rt.Stop(ctx, uuid, stage0.StopOptions{Force: force, Timeout: timeout})
-		}),
-	}, &rf)
-	cmd.Flags().BoolVar(&force, "force", false, "kill the pod right away (SIGKILL) instead of stopping its apps gracefully")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period of the apps before they are killed")
-	cmd.Flags().StringVar(&uuidFile, "uuid-file", "", "read the pod UUID from this file")
-	subcommands = append(subcommands, cmd)
+	addCommand("stop", func() *cobra.Command {
+		var rf runtimeFlags
+		var force bool
+		var timeout time.Duration
+		var uuidFile string
+		var cmd *cobra.Command
+		cmd = podCommand(&cobra.Command{
+			Use:               "stop UUID...",
+			Short:             "Stop running pods",
+			Long:              "Stop running pods: each app gets its stop signal (SIGTERM unless the image or --stop-signal set another), then SIGKILL after --timeout; --force kills at once.",
+			ValidArgsFunction: completePods(stage0.PodRunning),
+			RunE: eachPod(&rf, &uuidFile, "stop", func(ctx context.Context, rt *stage0.Runtime, uuid string) error {
+				if ps, err := rt.Status(ctx, uuid); err == nil && ps.State == stage0.PodRunning {
+					fmt.Fprintln(cmd.ErrOrStderr(), stopNotice(ps.UUID, force, timeout))
+				}
+				return rt.Stop(ctx, uuid, stage0.StopOptions{Force: force, Timeout: timeout})
+			}),
+		}, &rf)
+		cmd.Flags().BoolVar(&force, "force", false, "kill the pod right away (SIGKILL) instead of stopping its apps gracefully")
+		cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period of the apps before they are killed")
+		cmd.Flags().StringVar(&uuidFile, "uuid-file", "", "read the pod UUID from this file")
+		return cmd
+	})
 }
 
 // stopNotice says what rkt stop waits for.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs/validate"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -26,10 +29,13 @@ type app struct {
 
 	mu        sync.Mutex
 	manifest  schema.App
-	spec      *specs.Spec
+	spec      *specs.Spec     // nil after a refresh until needed (appSpec)
+	resources json.RawMessage // the resources of the last update, kept across refreshes
+	terminal  bool            // the spec asks for a terminal
 	status    schema.AppStatus
-	container *libcontainer.Container
-	process   *libcontainer.Process
+	container *libcontainer.Container // nil after a refresh until needed (ctr)
+	process   *libcontainer.Process   // nil after a refresh: the app is reaped by pid
+	aio       *appIO
 	pre       *prestarted    // created, its process not run yet (prestart)
 	stdin     io.WriteCloser // the app's stdin pipe (or pty master), when App.Stdin
 	pty       *os.File       // pty master, when App.TTY
@@ -54,7 +60,44 @@ func (a *app) logPath() string {
 
 // tty reports whether the app runs on a terminal.
 func (a *app) tty() bool {
-	return a.manifest.TTY || (a.spec != nil && a.spec.Process.Terminal)
+	return a.manifest.TTY || a.terminal
+}
+
+// ctr returns the app's libcontainer container, loaded from its state
+// after a refresh; a.mu must be held.
+func (a *app) ctr() (*libcontainer.Container, error) {
+	if a.container == nil {
+		c, err := libcontainer.Load(a.sv.runcRoot(), a.name)
+		if err != nil {
+			return nil, fmt.Errorf("cannot load the container of app %q: %w", a.name, err)
+		}
+		a.container = c
+	}
+	return a.container, nil
+}
+
+// appSpec returns the app's adjusted spec, read again after a refresh;
+// a.mu must be held.
+func (a *app) appSpec() (*specs.Spec, error) {
+	if a.spec != nil {
+		return a.spec, nil
+	}
+	spec, err := loadAppSpec(a.sv.podDir, a.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := adjustSpec(spec, a.sv.namespaces, a.sv.limits); err != nil {
+		return nil, err
+	}
+	if a.resources != nil {
+		var res specs.LinuxResources
+		if err := json.Unmarshal(a.resources, &res); err != nil {
+			return nil, fmt.Errorf("cannot decode the resources of app %q: %w", a.name, err)
+		}
+		spec.Linux.Resources = &res
+	}
+	a.spec = spec
+	return spec, nil
 }
 
 // running reports whether the app's process runs; a.mu must be held.
@@ -89,24 +132,38 @@ func (pre *prestarted) drop() {
 }
 
 // prestart creates the app's container up to its process (mounts,
-// namespaces, cgroup), so that start only has to run it; a.mu must be held.
-// A failure is only logged: start does it all again and reports the error.
-func (a *app) prestart() {
+// namespaces, cgroup), so that start only has to run it, and reports
+// whether it did; a.mu must be held. A failure is only logged: start does
+// it all again and reports the error. The supervisor must have entered
+// (idle.go) for it: takePrestarted and dropPrestarted leave, so that it
+// never goes lean with a container whose init waits on a Go process.
+func (a *app) prestart() bool {
 	t0 := time.Now()
 	pre, err := a.create()
 	if err != nil {
 		slog.Debug("app prestart failed; start will retry", "app", a.name, "error", err)
-		return
+		return false
 	}
 	a.pre = pre
 	slog.Debug("app prestarted", "app", a.name, "after", time.Since(t0))
+	return true
+}
+
+// takePrestarted returns the prestarted container (nil if none), now the
+// caller's; a.mu must be held.
+func (a *app) takePrestarted() *prestarted {
+	pre := a.pre
+	if pre != nil {
+		a.pre = nil
+		a.sv.leave()
+	}
+	return pre
 }
 
 // dropPrestarted releases a prestarted container; a.mu must be held.
 func (a *app) dropPrestarted() {
-	if a.pre != nil {
-		a.pre.drop()
-		a.pre = nil
+	if pre := a.takePrestarted(); pre != nil {
+		pre.drop()
 	}
 }
 
@@ -127,7 +184,7 @@ func (a *app) create() (_ *prestarted, retErr error) {
 	if err := validate.Validate(cfg); err != nil { // the request's fault, unlike Create's other errors
 		return nil, &codedError{control.CodeInvalid, fmt.Errorf("app %q: libcontainer refuses its config: %w", a.name, err)}
 	}
-	a.spec = spec // setupIO asks it for a terminal
+	a.spec, a.terminal, a.resources = spec, spec.Process.Terminal, nil // setupIO asks for a terminal
 	a.destroyStale()
 	ctr, err := libcontainer.Create(a.sv.runcRoot(), a.name, cfg)
 	if err != nil {
@@ -179,8 +236,8 @@ func (a *app) start() (retErr error) {
 			a.saveStatus()
 		}
 	}()
-	pre, wasPrestarted := a.pre, a.pre != nil
-	a.pre = nil
+	pre := a.takePrestarted()
+	wasPrestarted := pre != nil
 	if pre != nil {
 		if err := pre.ctr.Exec(); err != nil {
 			slog.Debug("prestarted app cannot run; starting it anew", "app", a.name, "error", err)
@@ -207,13 +264,13 @@ func (a *app) start() (retErr error) {
 	}
 	slog.Debug("app run", "app", a.name, "prestarted", wasPrestarted, "after", time.Since(t0))
 	pid, _ := pre.p.Pid()
-	a.container, a.process, a.log = pre.ctr, pre.p, pre.lw
+	a.container, a.process, a.log, a.aio = pre.ctr, pre.p, pre.lw, pre.aio
 	a.status.State = schema.AppRunning
 	a.status.Pid = pid
 	a.status.StartedAt = time.Now()
 	a.exited = make(chan struct{})
 	a.saveStatus()
-	go a.wait(pre.aio)
+	go a.wait()
 	return nil
 }
 
@@ -250,20 +307,57 @@ func newProcess(sp *specs.Process, init bool) *libcontainer.Process {
 }
 
 // wait reaps the app, records its exit and destroys its container.
-func (a *app) wait(aio *appIO) {
-	ps, werr := a.process.Wait()
-	oom := oomKilled(a.container)
-	// Kill what may be left (a shared PID namespace keeps orphans alive) and
-	// free the cgroup; only then can the output pipes reach EOF.
-	a.container.Signal(sigKILL)
-	if err := a.container.Destroy(); err != nil {
-		slog.Warn("cannot destroy the app's container", "app", a.name, "error", err)
+func (a *app) wait() {
+	a.mu.Lock()
+	pid, p := a.status.Pid, a.process
+	a.mu.Unlock()
+	// Wait for the exit without reaping: a refresh may not lose it.
+	var si unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	a.sv.enterOrWait()
+	defer a.sv.leave()
+	code, sig := 255, ""
+	if p != nil {
+		ps, werr := p.Wait()
+		code, sig = exitStatus(ps, werr)
+	} else {
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(pid, &ws, 0, nil)
+			if err != unix.EINTR {
+				if err == nil {
+					code, sig = waitStatusCode(syscall.WaitStatus(ws))
+				}
+				break
+			}
+		}
+	}
+	a.mu.Lock()
+	ctr, cerr := a.ctr()
+	aio := a.aio
+	a.mu.Unlock()
+	oom := false
+	if cerr != nil {
+		slog.Warn("cannot clean up after the app", "app", a.name, "error", cerr)
+	} else {
+		oom = oomKilled(ctr)
+		// Kill what may be left (a shared PID namespace keeps orphans alive) and
+		// free the cgroup; only then can the output pipes reach EOF.
+		ctr.Signal(sigKILL)
+		if err := ctr.Destroy(); err != nil {
+			slog.Warn("cannot destroy the app's container", "app", a.name, "error", err)
+		}
 	}
 	aio.wait(2 * time.Second)
 	a.mu.Lock()
 	a.status.State = schema.AppExited
 	a.status.FinishedAt = time.Now()
-	a.status.ExitCode, a.status.Signal = exitStatus(ps, werr)
+	a.status.ExitCode, a.status.Signal = code, sig
 	a.status.OOMKilled = oom
 	switch {
 	case oom:
@@ -275,7 +369,7 @@ func (a *app) wait(aio *appIO) {
 	}
 	a.saveStatus()
 	a.log.Close()
-	a.stdin, a.pty = nil, nil
+	a.stdin, a.pty, a.aio, a.process = nil, nil, nil, nil
 	close(a.exited)
 	slog.Debug("app exited", "app", a.name, "code", a.status.ExitCode, "signal", a.status.Signal, "reason", a.status.Reason)
 	a.mu.Unlock()
@@ -290,9 +384,14 @@ func (a *app) stop(timeout time.Duration) {
 		a.mu.Unlock()
 		return
 	}
-	ctr, exited := a.container, a.exited
+	ctr, cerr := a.ctr()
+	exited := a.exited
 	sig, err := parseSignal(a.manifest.StopSignal)
 	a.mu.Unlock()
+	if cerr != nil {
+		slog.Warn("cannot stop the app", "app", a.name, "error", cerr)
+		return
+	}
 	if err != nil {
 		slog.Warn("bad stop signal; using SIGTERM", "app", a.name, "error", err)
 		sig = sigTERM
@@ -320,8 +419,16 @@ func (a *app) updateResources(res *specs.LinuxResources) error {
 	if !a.running() {
 		return errNotRunning(a.name)
 	}
-	cfg := a.container.Config()
-	spec := *a.spec
+	ctr, err := a.ctr()
+	if err != nil {
+		return err
+	}
+	aspec, err := a.appSpec()
+	if err != nil {
+		return err
+	}
+	cfg := ctr.Config()
+	spec := *aspec
 	linux := *spec.Linux
 	linux.Resources = res
 	spec.Linux = &linux
@@ -334,10 +441,13 @@ func (a *app) updateResources(res *specs.LinuxResources) error {
 	cg := *cfg.Cgroups
 	cg.Resources = &merged
 	cfg.Cgroups = &cg
-	if err := a.container.Set(cfg); err != nil {
+	if err := ctr.Set(cfg); err != nil {
 		return fmt.Errorf("cannot update resources of app %q: %w", a.name, err)
 	}
 	a.spec.Linux.Resources = res
+	if b, err := json.Marshal(res); err == nil {
+		a.resources = b
+	}
 	return nil
 }
 

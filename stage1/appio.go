@@ -21,6 +21,8 @@ type appIO struct {
 	stdinW     *os.File   // pipe write end, when App.Stdin (no tty)
 	consoleSk  *os.File   // our end of the console socket (tty)
 	pty        *os.File   // pty master (tty)
+	outLS      *lineSplitter
+	errLS      *lineSplitter
 	pumps      sync.WaitGroup
 }
 
@@ -106,26 +108,57 @@ func (aio *appIO) started() error {
 		if a.manifest.Stdin {
 			a.stdin = pty
 		}
+	} else if aio.stdinW != nil {
+		a.stdin = aio.stdinW
+	}
+	aio.outLS, aio.errLS = newLineSplitter(aio.lw, "stdout"), newLineSplitter(aio.lw, "stderr")
+	aio.startPumps()
+	return nil
+}
+
+// startPumps copies the output into the log and to attached clients.
+func (aio *appIO) startPumps() {
+	a := aio.a
+	run := func(r *os.File, ls *lineSplitter, b *broadcaster) {
 		aio.pumps.Add(1)
 		go func() {
 			defer aio.pumps.Done()
-			pump(pty, newLineSplitter(aio.lw, "stdout"), a.stdout)
+			pump(r, ls, b)
 		}()
-		return nil
 	}
-	if aio.stdinW != nil {
-		a.stdin = aio.stdinW
+	if aio.pty != nil {
+		run(aio.pty, aio.outLS, a.stdout)
+		return
 	}
-	aio.pumps.Add(2)
-	go func() {
-		defer aio.pumps.Done()
-		pump(aio.outR, newLineSplitter(aio.lw, "stdout"), a.stdout)
-	}()
-	go func() {
-		defer aio.pumps.Done()
-		pump(aio.errR, newLineSplitter(aio.lw, "stderr"), a.stderr)
-	}()
+	run(aio.outR, aio.outLS, a.stdout)
+	run(aio.errR, aio.errLS, a.stderr)
+}
+
+// pausePumps stops the pumps without losing output: what they have not
+// read stays in the pipes, a partial line in the splitters. It fails (and
+// stops nothing) if an output does not take deadlines.
+func (aio *appIO) pausePumps() error {
+	outs := aio.outputs()
+	for i, f := range outs {
+		if err := f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+			for _, g := range outs[:i] {
+				g.SetReadDeadline(time.Time{})
+			}
+			return fmt.Errorf("cannot pause the output of app %q: %w", aio.a.name, err)
+		}
+	}
+	aio.pumps.Wait()
+	for _, f := range outs {
+		f.SetReadDeadline(time.Time{})
+	}
 	return nil
+}
+
+func (aio *appIO) outputs() []*os.File {
+	if aio.pty != nil {
+		return []*os.File{aio.pty}
+	}
+	return []*os.File{aio.outR, aio.errR}
 }
 
 // wait waits up to timeout for the output to end after the app exited, then

@@ -99,10 +99,13 @@ func (sv *supervisor) prestartApp(am *schema.App) error {
 		return nil // nothing to prepare: start does what is needed
 	}
 	a.manifest = *am
+	sv.enter() // a prestarted container is in flight until started or dropped (idle.go)
 	go warmCgroupAttach() // while the container is prepared
 	go func() {
 		defer a.mu.Unlock()
-		a.prestart()
+		if !a.prestart() {
+			sv.leave()
+		}
 	}()
 	return nil
 }

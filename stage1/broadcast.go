@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync"
 )
 
@@ -42,14 +44,18 @@ func (b *broadcaster) Write(p []byte) (int, error) {
 }
 
 // pump copies r to the log splitter and the broadcaster until r ends, then
-// flushes the splitter.
+// flushes the splitter. A read deadline (pausePumps) ends it without the
+// flush.
 func pump(r io.Reader, ls *lineSplitter, b *broadcaster) {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 16<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			ls.Write(buf[:n])
 			b.Write(buf[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return
 		}
 		if err != nil {
 			ls.Flush()

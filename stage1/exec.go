@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/appuser"
@@ -64,10 +65,20 @@ func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *e
 		return nil, nil, err
 	}
 	a.mu.Lock()
-	running, ctr, spec := a.running(), a.container, a.spec
+	running := a.running()
+	var ctr *libcontainer.Container
+	var spec *specs.Spec
+	if running {
+		if ctr, err = a.ctr(); err == nil {
+			spec, err = a.appSpec()
+		}
+	}
 	a.mu.Unlock()
 	if !running {
 		return nil, nil, errNotRunning(req.App)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	p := newProcess(spec.Process, false)
 	p.Args = req.Exec.Args

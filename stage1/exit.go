@@ -33,6 +33,11 @@ func exitStatus(ps *os.ProcessState, err error) (int, string) {
 	if !ok {
 		return ps.ExitCode(), ""
 	}
+	return waitStatusCode(ws)
+}
+
+// waitStatusCode is exitStatus of a wait status.
+func waitStatusCode(ws syscall.WaitStatus) (int, string) {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal()), signalName(ws.Signal())
 	}

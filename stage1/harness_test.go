@@ -142,7 +142,12 @@ type testPod struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	client   *control.Client
+	args     []string // more arguments of `stage1 run`
 }
+
+// testCgroupParent is this test process's: a pod's cleanup kills what is
+// left under it, which must not be the pods of another test process.
+var testCgroupParent = "/rkt-stage1-test-" + strconv.Itoa(os.Getpid())
 
 func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
 	t.Helper()
@@ -161,7 +166,7 @@ func newPodIn(t testing.TB, parent string, edit func(*schema.PodManifest)) *test
 	p := &testPod{t: t, dir: dir}
 	p.manifest = schema.PodManifest{
 		Version: schema.Version, UUID: randHex(16), Net: "host",
-		CgroupParent: "/rkt-stage1-test", CreatedAt: time.Now(),
+		CgroupParent: testCgroupParent, CreatedAt: time.Now(),
 	}
 	if edit != nil {
 		edit(&p.manifest)
@@ -237,7 +242,7 @@ func (p *testPod) start(mode string) error {
 		p.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(stage1Bin, "run", "--pod-dir="+p.dir, "--mode="+mode, "--debug")
+	cmd := exec.Command(stage1Bin, append([]string{"run", "--pod-dir=" + p.dir, "--mode=" + mode, "--debug"}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{lock, w}
 	flags := uintptr(syscall.CLONE_NEWUTS)

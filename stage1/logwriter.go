@@ -65,6 +65,13 @@ func (lw *LogWriter) Reopen() error {
 	return lw.open()
 }
 
+// file is the open log file (nil if closed).
+func (lw *LogWriter) file() *os.File {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.f
+}
+
 // Close closes the log file.
 func (lw *LogWriter) Close() error {
 	lw.mu.Lock()

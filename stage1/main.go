@@ -5,6 +5,7 @@
 //	stage1 run --pod-dir=DIR [--mode=run|sandbox] [--debug]
 //	stage1 gc --pod-dir=DIR [--debug]
 //	stage1 userns --pod-dir=DIR [--netns=PATH] (creates <pod>/userns from the manifest)
+//	stage1 lean|resume --pod-dir=DIR --state-fd=N ... (an idle supervisor re-executes itself so; refresh.go)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new
 // container; `stage1 pidns` (pidns_holder.go, C) is the reaper of a pod's shared PID
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
@@ -26,6 +28,8 @@ import (
 )
 
 func init() {
+	// main runs on the main thread: the supervisor's spawner (spawner.go).
+	runtime.LockOSThread()
 	// libcontainer's container init: must run before anything else and
 	// never returns.
 	if len(os.Args) > 1 && os.Args[1] == "init" {
@@ -63,6 +67,9 @@ func main() {
 	mode := fs.String("mode", "run", "run: start every app and exit when all have exited; sandbox: start none, live until shut down")
 	debug := fs.Bool("debug", false, "log debug messages")
 	netns := fs.String("netns", "", "userns: also create the pod's network namespace inside it and bind-mount it here")
+	refresh := fs.Duration("refresh-delay", defaultRefreshDelay, "run: re-execute the supervisor (a fresh heap) after this long with nothing in flight; 0: never")
+	stateFd := fs.Int("state-fd", -1, "resume: the descriptor of the supervisor's state")
+	stopSig := fs.Int("signal", 0, "resume: the signal that asks the pod to stop, received by stage1 lean")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(2)
 	}
@@ -80,7 +87,9 @@ func main() {
 			slog.Error("unknown --mode", "mode", *mode)
 			os.Exit(2)
 		}
-		err = runSupervisor(*podDir, *mode)
+		err = runSupervisor(*podDir, *mode, *refresh)
+	case "resume":
+		err = resumeSupervisor(*stateFd, syscall.Signal(*stopSig))
 	case "gc":
 		err = gcPod(*podDir)
 	case "userns":

@@ -14,7 +14,8 @@ import (
 // its PID namespace. When the
 // holder dies the kernel kills every process in the namespace.
 type pidnsHolder struct {
-	cmd *exec.Cmd
+	pid int
+	cmd *exec.Cmd // nil after a refresh
 	// inUserNS: the namespace was created inside the pod's user namespace
 	// by cmd, which is not its PID 1 (see pidns_holder.go).
 	inUserNS bool
@@ -36,18 +37,28 @@ func startPIDNSHolder(s *spawner, userns string) (*pidnsHolder, error) {
 	if err := s.start(cmd); err != nil {
 		return nil, fmt.Errorf("cannot start the shared PID namespace: %w", err)
 	}
-	return &pidnsHolder{cmd: cmd, inUserNS: userns != ""}, nil
+	return &pidnsHolder{pid: cmd.Process.Pid, cmd: cmd, inUserNS: userns != ""}, nil
 }
 
 func (h *pidnsHolder) nsPath() string {
 	if h.inUserNS {
-		return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/ns/pid_for_children"
+		return "/proc/" + strconv.Itoa(h.pid) + "/ns/pid_for_children"
 	}
-	return "/proc/" + strconv.Itoa(h.cmd.Process.Pid) + "/ns/pid"
+	return "/proc/" + strconv.Itoa(h.pid) + "/ns/pid"
 }
 
 // stop kills the holder, and with it everything left in the namespace.
 func (h *pidnsHolder) stop() {
-	h.cmd.Process.Kill()
-	h.cmd.Wait()
+	if h.cmd != nil {
+		h.cmd.Process.Kill()
+		h.cmd.Wait()
+		return
+	}
+	syscall.Kill(h.pid, syscall.SIGKILL)
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(h.pid, &ws, 0, nil); err != syscall.EINTR {
+			return
+		}
+	}
 }

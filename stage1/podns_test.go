@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,14 @@ func TestSharedPIDNamespace(t *testing.T) {
 	p.addApp("a", schema.App{}, []string{"sleep", "1001"}, nil)
 	p.addApp("b", schema.App{}, []string{"sleep", "1002"}, nil)
 	p.mustStart(modeRun)
-	out, _ := p.exec("a", "ps", "-o", "args")
+	// An app runs once its init has exec'd it, shortly after its start
+	// returns (as with runc start).
+	var out string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if out, _ = p.exec("a", "ps", "-o", "args"); strings.Contains(out, "sleep 1001") && strings.Contains(out, "sleep 1002") {
+			break
+		}
+	}
 	if !strings.Contains(out, "sleep 1001") || !strings.Contains(out, "sleep 1002") {
 		t.Errorf("ps in a shared PID namespace: %q", out)
 	}
@@ -29,22 +38,50 @@ func TestSharedPIDNamespace(t *testing.T) {
 	p.waitExit(10 * time.Second)
 }
 
+// TestSupervisorKilled: the apps and the shared PID namespace's holder die
+// with a killed supervisor, Go or lean (refresh.go).
 func TestSupervisorKilled(t *testing.T) {
-	p := newPod(t, nil)
+	for _, lean := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go", true: "lean"}[lean], func(t *testing.T) { testSupervisorKilled(t, lean) })
+	}
+}
+
+func testSupervisorKilled(t *testing.T, lean bool) {
+	p := newPod(t, func(m *schema.PodManifest) { m.SharedPID = lean })
 	p.addApp("sleeper", schema.App{}, []string{"sleep", "1000"}, nil)
+	if lean {
+		p.args = []string{"--refresh-delay=100ms"}
+	}
 	p.mustStart(modeRun)
 	pid := p.status("sleeper").Pid
 	if !pidAlive(pid) {
 		t.Fatalf("app pid %d not running", pid)
 	}
+	if lean {
+		p.waitImage("lean")
+	}
+	children, _ := filepath.Glob("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/task/*/children")
+	var pids []int
+	for _, f := range children {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(w)
+			pids = append(pids, n)
+		}
+	}
+	if lean && len(pids) != 2 {
+		t.Errorf("children of the lean supervisor: %v; want the app and the holder", pids)
+	}
 	p.cmd.Process.Kill()
 	p.waitExit(5 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for pidAlive(pid) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if pidAlive(pid) {
-		t.Fatalf("app %d survived its supervisor", pid)
+	for _, c := range append(pids, pid) {
+		for pidAlive(c) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if pidAlive(c) {
+			t.Fatalf("process %d survived its supervisor", c)
+		}
 	}
 	if _, err := control.Dial(p.dir); !errorsIs(err, control.ErrNoSupervisor) {
 		t.Errorf("dial after kill: %v", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,80 @@ func TestPrestartFailure(t *testing.T) {
 	}
 	if st := p.status("broken"); st.State != schema.AppExited || st.Reason != "StartError" {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+// image is what the supervisor runs as: "run", "lean" or "resume".
+func (p *testPod) image() string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cmdline")
+	if args := strings.Split(string(b), "\x00"); len(args) > 1 {
+		return args[1]
+	}
+	return ""
+}
+
+// stayGo fails if the supervisor goes lean within d.
+func (p *testPod) stayGo(d time.Duration) {
+	p.t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if img := p.image(); img == "lean" {
+			p.t.Fatalf("the supervisor went lean with a prestarted container\n%s", p.log())
+		}
+	}
+}
+
+// TestPrestartIdle: a prestarted container keeps the supervisor in Go past
+// its idle delay (the container's init waits on the Go process); started
+// after the delay, it runs; removed after the delay, nothing is left; the
+// supervisor goes lean once nothing is prestarted.
+func TestPrestartIdle(t *testing.T) {
+	p := newPod(t, nil)
+	p.args = []string{"--refresh-delay=100ms"}
+	p.addApp("started", schema.App{}, []string{"sh", "-c", "echo started; exec sleep 1000"}, nil)
+	p.addApp("removed", schema.App{}, []string{"sleep", "1000"}, nil)
+	p.mustStart(modeSandbox)
+	c := p.client
+	p.waitImage("lean")
+	for _, a := range []string{"started", "removed"} {
+		if err := c.PrestartApp(ctx(t), p.app(a)); err != nil {
+			t.Fatalf("prestart %s: %v", a, err)
+		}
+	}
+	if _, err := c.Status(ctx(t)); err != nil { // waits for the prestarts
+		t.Fatal(err)
+	}
+	p.stayGo(time.Second)
+	for _, a := range []string{"started", "removed"} {
+		if pids := p.appPids(a); len(pids) != 1 {
+			t.Errorf("app %s: want its container's init waiting, got %v", a, pids)
+		}
+	}
+	if err := c.StartApp(ctx(t), "started"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog("started", "stdout F started")
+	if st := p.status("started"); st.State != schema.AppRunning || st.Pid == 0 {
+		t.Errorf("started app: %+v", st)
+	}
+	p.stayGo(time.Second)
+	if err := c.RemoveApp(ctx(t), "removed"); err != nil {
+		t.Fatal(err)
+	}
+	if pids := p.appPids("removed"); len(pids) != 0 {
+		t.Errorf("removed prestarted app left processes %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "runc", "removed")); !os.IsNotExist(err) {
+		t.Errorf("removed prestarted app left its runc state: %v", err)
+	}
+	p.waitImage("lean")
+	if st := p.status("started"); st.State != schema.AppRunning {
+		t.Errorf("started app after lean: %+v", st)
+	}
+	if err := c.Shutdown(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(10 * time.Second)
+	if strings.Contains(p.log(), "level=WARN") || strings.Contains(p.log(), "level=ERROR") {
+		t.Errorf("stage1.log has warnings:\n%s", p.log())
 	}
 }

@@ -57,22 +57,47 @@ func (sv *supervisor) listen() error {
 		l.Close()
 		return fmt.Errorf("cannot chmod %q: %w", p, err)
 	}
-	sv.listener = l
+	sv.listener = l.(*net.UnixListener)
 	return nil
 }
 
-func (sv *supervisor) serve() {
+func (sv *supervisor) startServing() {
+	done := make(chan struct{})
+	sv.mu.Lock()
+	sv.serveDone = done
+	sv.mu.Unlock()
+	go sv.serve(done)
+}
+
+// serve accepts connections until the listener is closed, or a refresh
+// sets its deadline.
+func (sv *supervisor) serve(done chan struct{}) {
+	defer close(done)
 	for {
 		conn, err := sv.listener.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				sv.mu.Lock()
+				execing := sv.execing
+				sv.mu.Unlock()
+				if execing {
+					return
+				}
+				sv.listener.SetDeadline(time.Time{})
+				continue
+			}
 			slog.Warn("cannot accept a control connection", "error", err)
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go sv.handle(conn)
+		sv.enter()
+		go func() {
+			defer sv.leave()
+			sv.handle(conn)
+		}()
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -38,14 +37,25 @@ type supervisor struct {
 	systemd    bool
 	pidns      *pidnsHolder
 	spawner    *spawner
-	listener   net.Listener
+	listener   *net.UnixListener
+	serveDone  chan struct{} // closed when serve returns; nil before serving (mu)
 
-	mu       sync.Mutex
-	apps     map[string]*app
-	stopping bool
-	allUp    bool          // mode run: every app of the manifest was started
-	done     chan struct{} // closed when the supervisor must exit
-	doneOnce sync.Once
+	// refresh (refresh.go)
+	refreshDelay time.Duration
+	stopR        *os.File // the stop signals (stopsig.go)
+
+	mu        sync.Mutex
+	apps      map[string]*app
+	stopping  bool
+	allUp     bool          // mode run: every app of the manifest was started
+	done      chan struct{} // closed when the supervisor must exit
+	doneOnce  sync.Once
+	busy      int           // connections, app exits and prestarted containers being handled
+	dirty     bool          // work was done since the last refresh
+	execing   bool          // a refresh is under way
+	attempt   chan struct{} // closed when that refresh gives up
+	sigPaused chan struct{} // closed when handleSignals pauses for a refresh
+	idle      *time.Timer   // starts a refresh
 
 	cleanupOnce sync.Once
 }
@@ -69,8 +79,24 @@ func readManifest(podDir string) (*schema.PodManifest, error) {
 	return &m, nil
 }
 
-// runSupervisor is `stage1 run`.
-func runSupervisor(podDir, mode string) error {
+// runSupervisor is `stage1 run`. The main goroutine runs the spawner.
+func runSupervisor(podDir, mode string, refreshDelay time.Duration) error {
+	s := newSpawner()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- startSupervisor(s, podDir, mode, refreshDelay)
+		s.stop()
+	}()
+	s.loop()
+	return <-errc
+}
+
+func newSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration, stopR *os.File) *supervisor {
+	return &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: s,
+		refreshDelay: refreshDelay, stopR: stopR}
+}
+
+func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration) error {
 	// Neither the pod lock nor the readiness pipe may leak into apps.
 	unix.CloseOnExec(lockFd)
 	unix.CloseOnExec(readyFd)
@@ -79,14 +105,12 @@ func runSupervisor(podDir, mode string) error {
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
-	sv := &supervisor{podDir: podDir, mode: mode, apps: map[string]*app{}, done: make(chan struct{}), spawner: newSpawner()}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	go func() {
-		s := <-sigs
-		slog.Info("stopping the pod", "signal", s)
-		sv.shutdown(sigtermGrace)
-	}()
+	stopR, err := catchStopSignals()
+	if err != nil {
+		return reportReady(ready, err)
+	}
+	sv := newSupervisor(s, podDir, mode, refreshDelay, stopR)
+	sv.handleSignals()
 	if err := sv.setup(); err != nil {
 		sv.cleanup()
 		return reportReady(ready, err)
@@ -105,7 +129,14 @@ func runSupervisor(podDir, mode string) error {
 		sv.appExited()
 	}
 	reportReady(ready, nil)
-	go sv.serve()
+	return sv.serveUntilDone()
+}
+
+// serveUntilDone answers on the socket until the supervisor must exit.
+func (sv *supervisor) serveUntilDone() error {
+	sv.startServing()
+	sv.enter() // what was done before serving: refresh after it
+	sv.leave()
 	<-sv.done
 	sv.cleanup()
 	return nil

@@ -36,7 +36,8 @@ func tempPrefix(kind string) string {
 }
 
 // processStart returns the start time (clock ticks since boot) of a
-// process, "" if it does not exist.
+// process, "" if it does not exist or has exited (a zombie not reaped yet:
+// a helper process whose parent died).
 func processStart(pid int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -49,7 +50,7 @@ func processStart(pid int) string {
 		return ""
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" { // field 3: state
 		return ""
 	}
 	return f[19] // field 22: starttime

@@ -36,13 +36,16 @@ func smapsKB(pid int, field string) int {
 	return 0
 }
 
-// childrenOf lists the children of pid.
+// childrenOf lists the children of pid (of all its threads).
 func childrenOf(pid int) []int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
 		}
 	}
 	return out
@@ -443,6 +446,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 	for _, p := range peers {
 		busy[p.name] = smapsKB(p.pid, "Rss")
 	}
+	time.Sleep(17 * time.Second) // the pods idle: an idle rkt supervisor goes lean after 15 s
 	podPSS := map[string]int{}
 	for _, p := range peers {
 		sum := 0

@@ -27,8 +27,16 @@
 // cgroups and <pod>/runc, and marks apps still recorded as running as exited
 // (Reason "SupervisorDied"). It is idempotent. A killed supervisor's apps
 // die at once: `stage1 init` gives every container process SIGKILL as its
-// parent-death signal, and the supervisor forks them all from one thread
-// that never exits.
+// parent-death signal, and the supervisor forks them all from its main
+// thread, which never exits.
+//
+// An idle supervisor (15s with no call, no app exit, no exec or attach
+// session) re-executes itself from that thread as `stage1 lean
+// --pod-dir=<dir> ...`, a small C image that only writes the apps' output to
+// their logs; a connection, an app's exit or SIGTERM/SIGINT/SIGHUP makes it
+// exec `stage1 resume --pod-dir=<dir> ...`, the Go supervisor again. Both
+// keep the pid, the children and the socket (a call waits in its backlog);
+// a partial line is logged as a P entry at each change.
 //
 // The pod's cgroup is <PodManifest.CgroupParent or "/rkt">/<uuid> (cgroupfs);
 // apps' linux.cgroupsPath must lie below it so that stage1 and `stage1 gc`
