@@ -100,7 +100,8 @@ func (sv *supervisor) prestartApp(am *schema.App) error {
 	}
 	a.manifest = *am
 	sv.enter() // a prestarted container is in flight until started or dropped (idle.go)
-	go warmCgroupAttach() // while the container is prepared
+	// the cgroup move's grace period, while the container is prepared
+	go warmCgroupAttach()
 	go func() {
 		defer a.mu.Unlock()
 		if !a.prestart() {
