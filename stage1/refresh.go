@@ -244,20 +244,26 @@ func execLean(st *resumeState, fds []int, stopFd int) error {
 	// No fork may inherit the descriptors while they lack close-on-exec.
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
-	restore, err := blockStopSignals()
-	if err != nil {
-		return err
-	}
-	defer restore() // reached only if the exec did not happen
+	defer func() { // reached only if the exec did not happen
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+		}
+	}()
 	for _, fd := range fds {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return fmt.Errorf("cannot pass descriptor %d on: %w", fd, err)
 		}
 	}
 	slog.Debug("refreshing the supervisor", "apps", len(st.Apps))
-	err = unix.Exec("/proc/self/exe", args, os.Environ())
-	for _, fd := range fds {
-		unix.CloseOnExec(fd)
+	env := os.Environ()
+	// Blocked on this thread, a stop signal goes to another one, which the
+	// exec may end between taking it and writing it to the pipe: block
+	// them as late as possible.
+	restore, err := blockStopSignals()
+	if err != nil {
+		return err
 	}
+	defer restore()
+	err = unix.Exec("/proc/self/exe", args, env)
 	return fmt.Errorf("cannot re-execute the supervisor: %w", err)
 }

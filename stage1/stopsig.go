@@ -5,6 +5,11 @@ package main
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static int rkt_stop_fd = -1;
@@ -32,11 +37,61 @@ static int rkt_stop_catch(int fd) {
 			return -errno;
 	return 0;
 }
+
+// The stop signals go to any thread that does not block them, and Go
+// unblocks them on each of its threads. One that took a signal and is
+// ended by the exec before its handler ran would lose it: before the exec,
+// every other thread gets RKT_QUIET_SIG, whose handler blocks the stop
+// signals in the mask that its return restores. A thread runs a stop
+// handler it was given before this one (each blocks all signals while it
+// runs), so once all answered, the stop signals taken are in the pipe and
+// the next ones go to the calling thread only.
+#define RKT_QUIET_SIG (SIGRTMAX - 3)
+
+static volatile int rkt_quiet_acks;
+
+static void rkt_quiet_note(int sig, siginfo_t *si, void *ucv) {
+	ucontext_t *uc = ucv;
+	sigaddset(&uc->uc_sigmask, SIGTERM);
+	sigaddset(&uc->uc_sigmask, SIGINT);
+	sigaddset(&uc->uc_sigmask, SIGHUP);
+	__atomic_add_fetch(&rkt_quiet_acks, 1, __ATOMIC_SEQ_CST);
+}
+
+// rkt_quiet_others returns how many threads did not answer within ~100 ms
+// (ended meanwhile), or -errno.
+static int rkt_quiet_others(void) {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = rkt_quiet_note;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(RKT_QUIET_SIG, &sa, NULL) < 0)
+		return -errno;
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return -errno;
+	pid_t pid = getpid(), self = (pid_t)syscall(SYS_gettid);
+	int sent = 0;
+	__atomic_store_n(&rkt_quiet_acks, 0, __ATOMIC_SEQ_CST);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && tid != self && syscall(SYS_tgkill, pid, tid, RKT_QUIET_SIG) == 0)
+			sent++;
+	}
+	closedir(d);
+	struct timespec ts = {0, 100000};
+	for (int i = 0; i < 1000 && __atomic_load_n(&rkt_quiet_acks, __ATOMIC_SEQ_CST) < sent; i++)
+		nanosleep(&ts, NULL);
+	return sent - __atomic_load_n(&rkt_quiet_acks, __ATOMIC_SEQ_CST);
+}
 */
 import "C"
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"syscall"
 
@@ -63,11 +118,17 @@ func catchStopSignals() (*os.File, error) {
 	return os.NewFile(uintptr(p[0]), "stop-signals"), nil
 }
 
-// blockStopSignals blocks the stop signals on the calling thread (the main
-// thread, about to exec `stage1 lean`): from then on the other threads
-// take them into the pipe, and those that come during the exec wait, pending,
-// for the lean image's signalfd. restore unblocks them.
+// blockStopSignals blocks the stop signals on every other thread, then on
+// the calling one (the main thread, about to exec `stage1 lean`): those
+// taken before are in the pipe, those that come during the exec wait,
+// pending, for the lean image's signalfd. restore unblocks them on the
+// calling thread.
 func blockStopSignals() (restore func(), err error) {
+	if rc := C.rkt_quiet_others(); rc < 0 {
+		return nil, fmt.Errorf("cannot block the stop signals on the other threads: %w", syscall.Errno(-rc))
+	} else if rc > 0 {
+		slog.Debug("threads did not block the stop signals (ended?)", "threads", int(rc))
+	}
 	var stop, old unix.Sigset_t
 	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
 		n := uint(sig) - 1
