@@ -234,8 +234,11 @@ func addAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 			}
 		}
 	}
-	res.Complete = true // saved with the last network's result
-	return save(pn.Dir, res)
+	// Complete is saved with the last network's result, not durably: after
+	// a reboot the namespace and what the ADDs did in it are gone, and the
+	// durable plan saved before the ADDs is what Teardown's DELs need.
+	res.Complete = true
+	return saveVolatile(pn.Dir, res)
 }
 
 func newCNI(cfg Config) *libcni.CNIConfig {

@@ -34,11 +34,20 @@ func Load(podDir string) (*Result, error) {
 }
 
 func save(podDir string, res *Result) error {
+	return writeInfo(podDir, res, fileperm.WriteFile)
+}
+
+// saveVolatile is save without sync (readers see the old or the new info).
+func saveVolatile(podDir string, res *Result) error {
+	return writeInfo(podDir, res, fileperm.WriteFileVolatile)
+}
+
+func writeInfo(podDir string, res *Result, write func(string, []byte, fileperm.Class) error) error {
 	data, err := json.MarshalIndent(res, "", "\t")
 	if err != nil {
 		return fmt.Errorf("cannot encode network info of pod %q: %w", podDir, err)
 	}
-	return fileperm.WriteFile(schema.PodDir(podDir).NetInfo(), data, fileperm.Shared)
+	return write(schema.PodDir(podDir).NetInfo(), data, fileperm.Shared)
 }
 
 // Teardown undoes Setup from what it saved: CNI DEL of every network (in

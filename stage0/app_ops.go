@@ -10,7 +10,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -86,11 +85,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if opts.Prestart {
 		c = r.prestartApp(ctx, p, &na.app)
 	}
-	err = fileperm.SyncFile(p.appDir(name).Spec())
-	if err == nil {
-		err = na.commit(p)
-	}
-	if err != nil {
+	if err := na.commit(p, p.appDir(name).Spec()); err != nil {
 		if c != nil {
 			if rerr := c.RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
 				r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", rerr)
@@ -106,11 +101,8 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 // returns its client; a failure is only logged (nil client), as StartApp
 // creates the container then.
 func (r *Runtime) prestartApp(ctx context.Context, p *pod, app *schema.App) *control.Client {
-	c, err := control.Dial(p.dir)
-	if err == nil {
-		err = c.PrestartApp(ctx, app)
-	}
-	if err != nil {
+	c := control.NewClient(p.dir)
+	if err := c.PrestartApp(ctx, app); err != nil {
 		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app.Name, "error", err)
 		return nil
 	}
@@ -152,14 +144,14 @@ func findApp(p *pod, name string) (string, error) {
 }
 
 func (r *Runtime) startApp(ctx context.Context, uuid, app string) error {
-	p, c, err := r.client(uuid)
+	p, err := r.runningPod(uuid)
 	if err != nil {
 		return err
 	}
 	if app, err = findApp(p, app); err != nil {
 		return err
 	}
-	return appErr(c.StartApp(ctx, app))
+	return appErr(control.NewClient(p.dir).StartApp(ctx, app))
 }
 
 func (r *Runtime) stopApp(ctx context.Context, uuid, app string, opts StopOptions) error {

@@ -272,17 +272,56 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 }
 
 // commit writes the app's record and manifest, then the pod manifest that
-// lists it (each durable before the next). The caller removes the app
-// directory on error.
-func (na *newApp) commit(p *pod) error {
+// lists it. The files of sync are synced and the three staged (written and
+// synced under temporary names) first; the app's two are then put in place
+// and their directory synced once, and only then the pod manifest, so that
+// the app is never listed before its files are durable. (The syncs run one
+// after the other: syncs run at once would each hold an OS thread of the
+// service, whose count must not grow with concurrent calls.) The caller
+// removes the app directory on error.
+func (na *newApp) commit(p *pod, sync ...string) error {
+	for _, f := range sync {
+		if err := fileperm.SyncFile(f); err != nil {
+			return err
+		}
+	}
 	appDir := p.appDir(na.app.Name)
-	if err := writeJSONAtomic(appDir.Record(), &na.rec, fileperm.Private); err != nil {
-		return fmt.Errorf("cannot record app %q: %w", na.app.Name, err)
+	files := []struct {
+		path, what string
+		v          any
+		c          fileperm.Class
+	}{
+		{appDir.Record(), fmt.Sprintf("record app %q", na.app.Name), &na.rec, fileperm.Private},
+		{appDir.Manifest(), fmt.Sprintf("write manifest of app %q", na.app.Name), &na.app, fileperm.Shared},
+		{p.layout().Manifest(), "write the manifest of pod " + p.uuid, na.pm, fileperm.Shared},
 	}
-	if err := writeJSONAtomic(appDir.Manifest(), &na.app, fileperm.Shared); err != nil {
-		return fmt.Errorf("cannot write manifest of app %q: %w", na.app.Name, err)
+	staged := make([]*fileperm.Staged, len(files))
+	defer func() {
+		for _, s := range staged {
+			s.Discard()
+		}
+	}()
+	for i, f := range files {
+		b, err := encodeJSON(f.path, f.v)
+		if err == nil {
+			staged[i], err = fileperm.Stage(f.path, b, f.c)
+		}
+		if err != nil {
+			return fmt.Errorf("cannot %s: %w", f.what, err)
+		}
 	}
-	return p.writeManifest(na.pm)
+	for _, s := range staged[:2] {
+		if err := s.Install(); err != nil {
+			return err
+		}
+	}
+	if err := fileperm.SyncDir(string(appDir)); err != nil {
+		return err
+	}
+	if err := staged[2].Install(); err != nil {
+		return err
+	}
+	return fileperm.SyncDir(p.dir)
 }
 
 func appIndex(pm *schema.PodManifest, name string) int {

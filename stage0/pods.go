@@ -283,9 +283,21 @@ func writeJSONAtomic(path string, v any, c fileperm.Class) error {
 
 // writeJSON is writeJSONAtomic, durable (fsync) or not.
 func writeJSON(path string, v any, c fileperm.Class, durable bool) error {
+	b, err := encodeJSON(path, v)
+	if err != nil {
+		return err
+	}
+	if !durable {
+		return fileperm.WriteFileVolatile(path, b, c)
+	}
+	return fileperm.WriteFile(path, b, c)
+}
+
+// encodeJSON is the content writeJSONAtomic writes to path.
+func encodeJSON(path string, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("cannot encode %q: %w", path, err)
+		return nil, fmt.Errorf("cannot encode %q: %w", path, err)
 	}
 	if len(b) <= indentJSONMax {
 		var buf bytes.Buffer
@@ -293,10 +305,7 @@ func writeJSON(path string, v any, c fileperm.Class, durable bool) error {
 			b = buf.Bytes()
 		}
 	}
-	if !durable {
-		return fileperm.WriteFileVolatile(path, append(b, '\n'), c)
-	}
-	return fileperm.WriteFile(path, append(b, '\n'), c)
+	return append(b, '\n'), nil
 }
 
 // indentJSONMax is the size up to which writeJSONAtomic indents.

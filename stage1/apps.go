@@ -100,6 +100,8 @@ func (sv *supervisor) prestartApp(am *schema.App) error {
 	}
 	a.manifest = *am
 	sv.enter() // a prestarted container is in flight until started or dropped (idle.go)
+	// the cgroup move's grace period, while the container is prepared
+	go warmCgroupAttach()
 	go func() {
 		defer a.mu.Unlock()
 		if !a.prestart() {

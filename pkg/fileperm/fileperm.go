@@ -195,33 +195,77 @@ func WriteFileVolatile(path string, data []byte, c Class) error {
 }
 
 func replaceFile(path string, data []byte, c Class, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := writeTemp(path, data, c, durable)
 	if err != nil {
-		return fmt.Errorf("cannot create a temporary file for %q: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write %q: %w", tmp.Name(), err)
-	}
-	if err := SetFile(tmp, c); err != nil {
-		tmp.Close()
 		return err
 	}
-	if durable {
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			return fmt.Errorf("cannot sync %q: %w", tmp.Name(), err)
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot close %q: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("cannot replace %q: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp writes data to a new temporary file beside path, with class c,
+// synced if durable, and returns its name.
+func writeTemp(path string, data []byte, c Class, durable bool) (_ string, retErr error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("cannot create a temporary file for %q: %w", path, err)
+	}
+	defer func() {
+		if retErr != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return "", fmt.Errorf("cannot write %q: %w", tmp.Name(), err)
+	}
+	if err := SetFile(tmp, c); err != nil {
+		return "", err
+	}
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return "", fmt.Errorf("cannot sync %q: %w", tmp.Name(), err)
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("cannot close %q: %w", tmp.Name(), err)
+	}
+	return tmp.Name(), nil
+}
+
+// Staged is the new content of a file, synced under a temporary name
+// beside it: Install renames it into place, Discard drops it. Staging
+// several files at once lets their syncs overlap.
+type Staged struct{ tmp, path string }
+
+// Stage writes data durably to a temporary file beside path, with class c.
+func Stage(path string, data []byte, c Class) (*Staged, error) {
+	tmp, err := writeTemp(path, data, c, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Staged{tmp: tmp, path: path}, nil
+}
+
+// Install renames the staged file over its path; the rename is durable
+// once the directory is synced (SyncDir).
+func (s *Staged) Install() error {
+	if err := os.Rename(s.tmp, s.path); err != nil {
+		return fmt.Errorf("cannot replace %q: %w", s.path, err)
+	}
+	s.tmp = ""
+	return nil
+}
+
+// Discard removes the staged file if it was not installed.
+func (s *Staged) Discard() {
+	if s != nil && s.tmp != "" {
+		os.Remove(s.tmp)
+		s.tmp = ""
+	}
 }
 
 // SyncFile makes the content of the file at path durable (not its

@@ -90,6 +90,42 @@ func TestWriteFileReplacesAtomically(t *testing.T) {
 	}
 }
 
+func TestStage(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state")
+	if err := WriteFile(p, []byte("old"), Shared); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Stage(p, []byte("new"), Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("staged content visible before Install: %q", b)
+	}
+	if err := s.Install(); err != nil {
+		t.Fatal(err)
+	}
+	s.Discard() // no-op once installed
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatalf("got %q after Install, want %q", b, "new")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != Private.FileMode().Perm() {
+		t.Fatalf("mode %v (%v), want %v", fi.Mode(), err, Private.FileMode())
+	}
+	d, err := Stage(p, []byte("dropped"), Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Discard()
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatalf("got %q after Discard, want %q", b, "new")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
 func TestSyncFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f")
 	if err := WriteFileVolatile(p, []byte("x"), Private); err != nil {

@@ -27,13 +27,20 @@ type Client struct {
 // Dial returns a client for the supervisor of the pod at podDir, after
 // checking that something listens on its socket (ErrNoSupervisor otherwise).
 func Dial(podDir string) (*Client, error) {
-	c := &Client{podDir: podDir, sock: schema.PodDir(podDir).Stage1Socket()}
+	c := NewClient(podDir)
 	conn, err := c.dial(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	conn.Close()
 	return c, nil
+}
+
+// NewClient returns a client for the supervisor of the pod at podDir
+// without checking it: a call fails with ErrNoSupervisor when nothing
+// listens. It spares the supervisor the connection of Dial's check.
+func NewClient(podDir string) *Client {
+	return &Client{podDir: podDir, sock: schema.PodDir(podDir).Stage1Socket()}
 }
 
 // PodDir returns the pod directory the client was made for.
