@@ -169,24 +169,17 @@ func (r *Runtime) stopApp(ctx context.Context, uuid, app string, opts StopOption
 	if st != PodRunning {
 		return nil // nothing runs in a pod without a supervisor
 	}
-	c, err := control.Dial(p.dir)
-	if err != nil {
-		if errors.Is(err, control.ErrNoSupervisor) {
-			return nil
-		}
-		return err
-	}
 	timeout := opts.Timeout
 	if opts.Force {
 		timeout = 0
 	} else if timeout <= 0 {
 		timeout = defaultStopTimeout
 	}
-	err = appErr(c.StopApp(ctx, app, timeout))
-	if errors.Is(err, ErrAppNotFound) {
-		return nil // never started
+	err = control.NewClient(p.dir).StopApp(ctx, app, timeout)
+	if errors.Is(err, control.ErrAppNotFound) || errors.Is(err, control.ErrNoSupervisor) {
+		return nil // never started, or gone with its supervisor
 	}
-	return err
+	return appErr(err)
 }
 
 func (r *Runtime) removeApp(ctx context.Context, uuid, app string) error {
@@ -203,13 +196,14 @@ func (r *Runtime) removeApp(ctx context.Context, uuid, app string) error {
 	}
 	defer ml.Close()
 	if st, err := p.podState(); err == nil && st == PodRunning {
-		if c, err := control.Dial(p.dir); err == nil {
-			if err := appErr(c.StopApp(ctx, app, defaultStopTimeout)); err != nil && !errors.Is(err, ErrAppNotFound) {
-				return err
-			}
-			if err := appErr(c.RemoveApp(ctx, app)); err != nil && !errors.Is(err, ErrAppNotFound) {
-				return err
-			}
+		c := control.NewClient(p.dir)
+		err := c.StopApp(ctx, app, defaultStopTimeout)
+		if err == nil || errors.Is(err, control.ErrAppNotFound) {
+			err = c.RemoveApp(ctx, app)
+		}
+		// a supervisor gone meanwhile took its apps with it
+		if err != nil && !errors.Is(err, control.ErrAppNotFound) && !errors.Is(err, control.ErrNoSupervisor) {
+			return appErr(err)
 		}
 	}
 	return r.dropApp(p, app)
