@@ -110,15 +110,7 @@ func TestPrestart(t *testing.T) {
 			t.Errorf("started app %s: %+v", a, st)
 		}
 	}
-	if err := c.RemoveApp(ctx(t), "removed"); err != nil {
-		t.Fatal(err)
-	}
-	if pids := p.appPids("removed"); len(pids) != 0 {
-		t.Errorf("removed prestarted app left processes %v", pids)
-	}
-	if _, err := os.Stat(filepath.Join(p.dir, "runc", "removed")); !os.IsNotExist(err) {
-		t.Errorf("removed prestarted app left its runc state: %v", err)
-	}
+	p.removePrestarted("removed")
 	if err := c.Shutdown(ctx(t), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -198,15 +190,7 @@ func TestPrestartIdle(t *testing.T) {
 		t.Errorf("started app: %+v", st)
 	}
 	p.stayGo(time.Second)
-	if err := c.RemoveApp(ctx(t), "removed"); err != nil {
-		t.Fatal(err)
-	}
-	if pids := p.appPids("removed"); len(pids) != 0 {
-		t.Errorf("removed prestarted app left processes %v", pids)
-	}
-	if _, err := os.Stat(filepath.Join(p.dir, "runc", "removed")); !os.IsNotExist(err) {
-		t.Errorf("removed prestarted app left its runc state: %v", err)
-	}
+	p.removePrestarted("removed")
 	p.waitImage("lean")
 	if st := p.status("started"); st.State != schema.AppRunning {
 		t.Errorf("started app after lean: %+v", st)
@@ -217,5 +201,20 @@ func TestPrestartIdle(t *testing.T) {
 	p.waitExit(10 * time.Second)
 	if strings.Contains(p.log(), "level=WARN") || strings.Contains(p.log(), "level=ERROR") {
 		t.Errorf("stage1.log has warnings:\n%s", p.log())
+	}
+}
+
+// removePrestarted removes a prestarted, never started app and checks that
+// nothing of it is left.
+func (p *testPod) removePrestarted(name string) {
+	p.t.Helper()
+	if err := p.client.RemoveApp(ctx(p.t), name); err != nil {
+		p.t.Fatal(err)
+	}
+	if pids := p.appPids(name); len(pids) != 0 {
+		p.t.Errorf("removed prestarted app left processes %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "runc", name)); !os.IsNotExist(err) {
+		p.t.Errorf("removed prestarted app left its runc state: %v", err)
 	}
 }
