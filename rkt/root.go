@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rkt/rkt/pkg/buildinfo"
 	"github.com/rkt/rkt/pkg/rkt1conf"
@@ -45,20 +46,18 @@ func addCommand(name string, build func() *cobra.Command) {
 // treeCommands need every command built (they read the whole tree).
 var treeCommands = map[string]bool{}
 
-// valueFlags are the global flags that take a value, with the value in
-// the next argument when not given as --flag=value.
-var valueFlags = map[string]bool{"--dir": true, "--insecure-options": true, "--local-config": true, "--system-config": true, "--user-config": true}
-
 // commandName returns the top-level command that args (without the
-// program name) run, "" when they name none of subcommands.
-func commandName(args []string) string {
+// program name) run, "" when they name none of subcommands; global are the
+// flags that may come before it.
+func commandName(args []string, global *pflag.FlagSet) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
 			return ""
 		case strings.HasPrefix(a, "-"):
-			if valueFlags[a] {
+			// --flag value: the value is the next argument
+			if f := global.Lookup(strings.TrimLeft(a, "-")); f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") {
 				i++
 			}
 			continue
@@ -94,7 +93,7 @@ func rootCmdFor(args []string) *cobra.Command {
 	f.StringVar(&globals.LocalConfig, "local-config", buildinfo.LocalConfigDir, "local configuration directory")
 	f.StringVar(&globals.SystemConfig, "system-config", buildinfo.SystemConfigDir, "system configuration directory")
 	f.StringVar(&globals.UserConfig, "user-config", defaultUserConfig(), "user configuration directory")
-	only := commandName(args)
+	only := commandName(args, f)
 	for _, c := range subcommands {
 		if only == "" || c.name == only {
 			root.AddCommand(c.build())
