@@ -237,8 +237,8 @@ func writeTemp(path string, data []byte, c Class, durable bool) (_ string, retEr
 }
 
 // Staged is the new content of a file, synced under a temporary name
-// beside it: Install renames it into place, Discard drops it. Staging
-// several files at once lets their syncs overlap.
+// beside it: Install renames it into place, Discard drops it. Files staged
+// before any is installed share one directory sync (SyncDir) after.
 type Staged struct{ tmp, path string }
 
 // Stage writes data durably to a temporary file beside path, with class c.
