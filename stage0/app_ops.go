@@ -29,17 +29,14 @@ func (r *Runtime) runningPod(uuid string) (*pod, error) {
 	return p, nil
 }
 
-// client dials the supervisor of a running pod.
+// client is a client of the supervisor of a running pod; a supervisor
+// gone meanwhile fails the call (ErrNotRunning through appErr).
 func (r *Runtime) client(uuid string) (*pod, *control.Client, error) {
 	p, err := r.runningPod(uuid)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := control.Dial(p.dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pod %s: %w", p.uuid, err)
-	}
-	return p, c, nil
+	return p, control.NewClient(p.dir), nil
 }
 
 // appErr maps control errors to stage0's.
