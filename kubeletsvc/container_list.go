@@ -24,20 +24,15 @@ func (c *criService) ListContainers(ctx context.Context, r *runtimeapi.ListConta
 	return &runtimeapi.ListContainersResponse{Containers: items}, nil
 }
 
-// StreamContainers is ListContainers in batches of streamBatch.
+// StreamContainers is ListContainers in batches (sendBatches).
 func (c *criService) StreamContainers(r *runtimeapi.StreamContainersRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainersResponse]) error {
 	items, err := c.containersMatching(stream.Context(), r.GetFilter())
 	if err != nil {
 		return err
 	}
-	for len(items) > 0 {
-		n := min(len(items), streamBatch)
-		if err := stream.Send(&runtimeapi.StreamContainersResponse{Containers: items[:n]}); err != nil {
-			return err
-		}
-		items = items[n:]
-	}
-	return nil
+	return sendBatches(stream, items, func(b []*runtimeapi.Container) *runtimeapi.StreamContainersResponse {
+		return &runtimeapi.StreamContainersResponse{Containers: b}
+	})
 }
 
 // filteredContainers returns the containers a filter selects.

@@ -38,20 +38,15 @@ func (c *criService) ListContainerStats(ctx context.Context, r *runtimeapi.ListC
 	return &runtimeapi.ListContainerStatsResponse{Stats: stats}, nil
 }
 
-// StreamContainerStats is ListContainerStats in batches of streamBatch.
+// StreamContainerStats is ListContainerStats in batches (sendBatches).
 func (c *criService) StreamContainerStats(r *runtimeapi.StreamContainerStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamContainerStatsResponse]) error {
 	stats, err := c.listContainerStats(stream.Context(), r.GetFilter())
 	if err != nil {
 		return err
 	}
-	for len(stats) > 0 {
-		n := min(len(stats), streamBatch)
-		if err := stream.Send(&runtimeapi.StreamContainerStatsResponse{ContainerStats: stats[:n]}); err != nil {
-			return err
-		}
-		stats = stats[n:]
-	}
-	return nil
+	return sendBatches(stream, stats, func(b []*runtimeapi.ContainerStats) *runtimeapi.StreamContainerStatsResponse {
+		return &runtimeapi.StreamContainerStatsResponse{ContainerStats: b}
+	})
 }
 
 func (c *criService) listContainerStats(ctx context.Context, f *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {

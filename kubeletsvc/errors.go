@@ -22,7 +22,6 @@ var (
 	errAlreadyExists      = errors.New("already exists")
 	errInvalidArgument    = errors.New("invalid argument")
 	errFailedPrecondition = errors.New("failed precondition")
-	errUnimplemented      = errors.New("not implemented")
 )
 
 // codeSentinels maps sentinel errors (errors.Is) of this package, stage0,
@@ -37,7 +36,6 @@ var codeSentinels = []struct {
 	{errAlreadyExists, codes.AlreadyExists},
 	{errInvalidArgument, codes.InvalidArgument},
 	{errFailedPrecondition, codes.FailedPrecondition},
-	{errUnimplemented, codes.Unimplemented},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 	{fs.ErrPermission, codes.PermissionDenied},

@@ -593,6 +593,7 @@ type testEnv struct {
 	store *fakeStore
 	rs    runtimeapi.RuntimeServiceClient
 	is    runtimeapi.ImageServiceClient
+	conn  *grpc.ClientConn
 	ctx   context.Context
 }
 
@@ -613,7 +614,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	t.Cleanup(func() { conn.Close(); g.Stop() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return &testEnv{svc: svc, rt: rt, store: st, ctx: ctx,
+	return &testEnv{svc: svc, rt: rt, store: st, ctx: ctx, conn: conn,
 		rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn)}
 }
 

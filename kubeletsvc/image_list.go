@@ -21,20 +21,15 @@ func (c *criService) ListImages(ctx context.Context, r *runtimeapi.ListImagesReq
 	return &runtimeapi.ListImagesResponse{Images: imgs}, nil
 }
 
-// StreamImages is ListImages in batches of streamBatch.
+// StreamImages is ListImages in batches (sendBatches).
 func (c *criService) StreamImages(r *runtimeapi.StreamImagesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamImagesResponse]) error {
 	imgs, err := c.images(r.GetFilter())
 	if err != nil {
 		return err
 	}
-	for len(imgs) > 0 {
-		n := min(len(imgs), streamBatch)
-		if err := stream.Send(&runtimeapi.StreamImagesResponse{Images: imgs[:n]}); err != nil {
-			return err
-		}
-		imgs = imgs[n:]
-	}
-	return nil
+	return sendBatches(stream, imgs, func(b []*runtimeapi.Image) *runtimeapi.StreamImagesResponse {
+		return &runtimeapi.StreamImagesResponse{Images: b}
+	})
 }
 
 func (c *criService) images(f *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/cgstats"
@@ -206,11 +207,30 @@ func (c *criService) ListMetricDescriptors(ctx context.Context, r *runtimeapi.Li
 // ListPodSandboxMetrics returns the metrics of every ready sandbox's
 // running containers.
 func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.ListPodSandboxMetricsRequest) (*runtimeapi.ListPodSandboxMetricsResponse, error) {
+	pms, err := c.podSandboxMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListPodSandboxMetricsResponse{PodMetrics: pms}, nil
+}
+
+// StreamPodSandboxMetrics is ListPodSandboxMetrics in batches (sendBatches).
+func (c *criService) StreamPodSandboxMetrics(r *runtimeapi.StreamPodSandboxMetricsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxMetricsResponse]) error {
+	pms, err := c.podSandboxMetrics(stream.Context())
+	if err != nil {
+		return err
+	}
+	return sendBatches(stream, pms, func(b []*runtimeapi.PodSandboxMetrics) *runtimeapi.StreamPodSandboxMetricsResponse {
+		return &runtimeapi.StreamPodSandboxMetricsResponse{PodSandboxMetrics: b}
+	})
+}
+
+func (c *criService) podSandboxMetrics(ctx context.Context) ([]*runtimeapi.PodSandboxMetrics, error) {
 	sbs, err := c.listSandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &runtimeapi.ListPodSandboxMetricsResponse{}
+	var out []*runtimeapi.PodSandboxMetrics
 	for _, s := range sbs {
 		if !s.ready() {
 			continue
@@ -231,7 +251,7 @@ func (c *criService) ListPodSandboxMetrics(ctx context.Context, r *runtimeapi.Li
 			}
 			pm.ContainerMetrics = append(pm.ContainerMetrics, &runtimeapi.ContainerMetrics{ContainerId: ct.id, Metrics: ms})
 		}
-		out.PodMetrics = append(out.PodMetrics, pm)
+		out = append(out, pm)
 	}
 	return out, nil
 }

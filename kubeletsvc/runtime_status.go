@@ -3,6 +3,8 @@ package kubeletsvc
 import (
 	"context"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -72,16 +74,22 @@ func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.Upda
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 }
 
-// CheckpointContainer is not supported: rkt has no CRIU integration.
+// The checkpoint family is not supported: rkt has no CRIU integration.
+// These three are the only calls the service answers with Unimplemented
+// (TestEveryRPCImplemented).
+
 func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
-	return nil, errorUnimplemented("checkpointing containers (rkt has no CRIU support)")
+	return nil, noCheckpoints("checkpointing containers")
 }
 
-func errorUnimplemented(what string) error {
-	return &unimplementedError{what}
+func (c *criService) CheckpointPod(ctx context.Context, r *runtimeapi.CheckpointPodRequest) (*runtimeapi.CheckpointPodResponse, error) {
+	return nil, noCheckpoints("checkpointing pods")
 }
 
-type unimplementedError struct{ what string }
+func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
+	return nil, noCheckpoints("restoring pods from checkpoints")
+}
 
-func (e *unimplementedError) Error() string { return e.what + " is not implemented" }
-func (e *unimplementedError) Unwrap() error { return errUnimplemented }
+func noCheckpoints(what string) error {
+	return status.Errorf(codes.Unimplemented, "%s is not supported: rkt has no CRIU support", what)
+}

@@ -24,23 +24,15 @@ func (c *criService) ListPodSandbox(ctx context.Context, r *runtimeapi.ListPodSa
 	return &runtimeapi.ListPodSandboxResponse{Items: items}, nil
 }
 
-// streamBatch is how many items each message of a Stream* call carries.
-const streamBatch = 500
-
-// StreamPodSandboxes is ListPodSandbox in batches of streamBatch.
+// StreamPodSandboxes is ListPodSandbox in batches (sendBatches).
 func (c *criService) StreamPodSandboxes(r *runtimeapi.StreamPodSandboxesRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxesResponse]) error {
 	items, err := c.podSandboxes(stream.Context(), r.GetFilter())
 	if err != nil {
 		return err
 	}
-	for len(items) > 0 {
-		n := min(len(items), streamBatch)
-		if err := stream.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: items[:n]}); err != nil {
-			return err
-		}
-		items = items[n:]
-	}
-	return nil
+	return sendBatches(stream, items, func(b []*runtimeapi.PodSandbox) *runtimeapi.StreamPodSandboxesResponse {
+		return &runtimeapi.StreamPodSandboxesResponse{PodSandboxes: b}
+	})
 }
 
 func (c *criService) podSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {

@@ -40,20 +40,15 @@ func (c *criService) ListPodSandboxStats(ctx context.Context, r *runtimeapi.List
 	return &runtimeapi.ListPodSandboxStatsResponse{Stats: stats}, nil
 }
 
-// StreamPodSandboxStats is ListPodSandboxStats in batches of streamBatch.
+// StreamPodSandboxStats is ListPodSandboxStats in batches (sendBatches).
 func (c *criService) StreamPodSandboxStats(r *runtimeapi.StreamPodSandboxStatsRequest, stream grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxStatsResponse]) error {
 	stats, err := c.listSandboxStats(stream.Context(), r.GetFilter())
 	if err != nil {
 		return err
 	}
-	for len(stats) > 0 {
-		n := min(len(stats), streamBatch)
-		if err := stream.Send(&runtimeapi.StreamPodSandboxStatsResponse{PodSandboxStats: stats[:n]}); err != nil {
-			return err
-		}
-		stats = stats[n:]
-	}
-	return nil
+	return sendBatches(stream, stats, func(b []*runtimeapi.PodSandboxStats) *runtimeapi.StreamPodSandboxStatsResponse {
+		return &runtimeapi.StreamPodSandboxStatsResponse{PodSandboxStats: b}
+	})
 }
 
 func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
