@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -46,7 +47,9 @@ func init() {
 				if err := tmp.Close(); err != nil {
 					return fmt.Errorf("cannot write %q: %w", tmp.Name(), err)
 				}
-				if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+				// the mode any new file of the invoker gets (0644 under
+				// umask 022), not CreateTemp's 0600
+				if err := os.Chmod(tmp.Name(), 0o666&^umask()); err != nil {
 					return fmt.Errorf("cannot chmod %q: %w", tmp.Name(), err)
 				}
 				if err := os.Rename(tmp.Name(), out); err != nil {
@@ -58,4 +61,11 @@ func init() {
 		cmd.Flags().BoolVar(&overwrite, "overwrite", false, "replace OUTPUT if it exists")
 		return cmd
 	})
+}
+
+// umask is the process's file mode creation mask.
+func umask() os.FileMode {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return os.FileMode(m)
 }

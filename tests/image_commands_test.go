@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +156,13 @@ func TestImageCatManifestExportRender(t *testing.T) {
 	env.RunOK("image", "export", id, out)
 	env.RunFail("image", "export", id, out) // exists
 	env.RunOK("image", "export", "--overwrite", id, out)
+	// the invoker's umask decides who else reads the archive
+	mask := syscall.Umask(0o077)
+	env.RunOK("image", "export", "--overwrite", id, out)
+	syscall.Umask(mask)
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("export under umask 077: %v %v, want mode 0600", fi.Mode(), err)
+	}
 	env2 := testutil.NewEnv(t)
 	if got := env2.Fetch("oci-archive:" + out); got != id {
 		t.Errorf("re-imported export has ID %s, want %s", got, id)
