@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/rkt/rkt/pkg/tarx"
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // FuzzACI: any file given as an ACI (rkt fetch aci:PATH, rkt 1.x's store)
@@ -84,7 +85,7 @@ func FuzzLayoutArchive(f *testing.F) {
 		{name: "index.json", body: `{"schemaVersion":2,"manifests":[]}`}}))
 	f.Add(tarBytes(f, []entry{{name: "../../victim/file", body: "x"}, {name: "/abs", body: "x"}, {name: "l", typ: tar.TypeSymlink, linkname: "/"},
 		{name: "h", typ: tar.TypeLink, linkname: "../victim/file"}, {name: "a", body: "x"}, {name: "a/b", body: "x"}}))
-	f.Add(sparseTar("big", 1<<20))
+	f.Add(testutil.SparseTars("big", 1<<20)["pax"])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		base := t.TempDir()
 		p := filepath.Join(base, "a.tar")

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rkt/rkt/pkg/tarx"
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestHostileACIRefusedAtImport: an ACI whose rootfs would leave the
@@ -43,49 +43,12 @@ func TestHostileACIRefusedAtImport(t *testing.T) {
 	}
 }
 
-// sparseTar returns a tar of one PAX (GNU 1.0) sparse file, name, that a
-// few bytes of archive declare realSize bytes long.
-func sparseTar(name string, realSize int64) []byte {
-	header := func(name string, typ byte, size int64) []byte {
-		h := make([]byte, 512)
-		copy(h, name)
-		for off, v := range map[int]int64{100: 0o644, 108: 0, 116: 0, 136: 0} {
-			copy(h[off:off+8], fmt.Sprintf("%07o\x00", v))
-		}
-		copy(h[124:136], fmt.Sprintf("%011o\x00", size))
-		h[156] = typ
-		copy(h[257:265], "ustar\x0000")
-		copy(h[148:156], "        ")
-		sum := 0
-		for _, c := range h {
-			sum += int(c)
-		}
-		copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
-		return h
-	}
-	pad := func(b []byte) []byte { return append(b, make([]byte, (512-len(b)%512)%512)...) }
-	var recs string
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", name}, {"GNU.sparse.realsize", strconv.FormatInt(realSize, 10)}} {
-		r := " " + kv[0] + "=" + kv[1] + "\n"
-		n := len(r) + 1
-		for len(strconv.Itoa(n))+len(r) != n {
-			n = len(strconv.Itoa(n)) + len(r)
-		}
-		recs += strconv.Itoa(n) + r
-	}
-	body := append(pad([]byte(fmt.Sprintf("1\n%d\n1\n", realSize-1))), 'x')
-	out := append(header("PaxHeaders/x", 'x', int64(len(recs))), pad([]byte(recs))...)
-	out = append(out, header("GNUSparseFile.0/x", '0', int64(len(body)))...)
-	out = append(out, pad(body)...)
-	return append(out, make([]byte, 1024)...)
-}
-
 // TestOCIArchiveSparseRefused: an OCI archive entry that declares a huge
 // sparse file is refused before anything is written (it would expand to
 // its full size on disk).
 func TestOCIArchiveSparseRefused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "a.tar")
-	if err := os.WriteFile(p, sparseTar("blobs/sha256/big", 256<<20), 0o600); err != nil {
+	if err := os.WriteFile(p, testutil.SparseTars("blobs/sha256/big", 256<<20)["pax"], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // fuzzSeed writes a tar of the given headers (regular files get body "x").
@@ -57,7 +59,7 @@ func FuzzExtract(f *testing.F) {
 	for i, s := range seeds {
 		f.Add(s, i%2 == 1)
 	}
-	for _, s := range sparseTars(1 << 20) {
+	for _, s := range testutil.SparseTars("big", 1<<20) {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, apply bool) {

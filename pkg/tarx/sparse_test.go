@@ -3,74 +3,16 @@ package tarx
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/rkt/rkt/tests/testutil"
 )
-
-// rawHeader is a ustar header block (GNU magic if gnu) for a file of size.
-func rawHeader(name string, typ byte, size int64, gnu bool) []byte {
-	h := make([]byte, 512)
-	copy(h, name)
-	for i, v := range map[int]int64{100: 0o644, 108: 0, 116: 0, 136: 0} {
-		copy(h[i:i+8], fmt.Sprintf("%07o\x00", v))
-	}
-	copy(h[124:136], fmt.Sprintf("%011o\x00", size))
-	h[156] = typ
-	copy(h[257:265], "ustar\x0000")
-	if gnu {
-		copy(h[257:265], "ustar  \x00")
-	}
-	return h
-}
-
-// checksum sets the checksum of header block h and returns it.
-func checksum(h []byte) []byte {
-	copy(h[148:156], "        ")
-	sum := 0
-	for _, c := range h {
-		sum += int(c)
-	}
-	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
-	return h
-}
-
-func pad512(b []byte) []byte { return append(b, make([]byte, (512-len(b)%512)%512)...) }
-
-func paxRecord(k, v string) string {
-	s := " " + k + "=" + v + "\n"
-	n := len(s) + 1
-	for len(strconv.Itoa(n))+len(s) != n {
-		n = len(strconv.Itoa(n)) + len(s)
-	}
-	return strconv.Itoa(n) + s
-}
-
-// sparseTars returns a PAX (GNU 1.0) and an old GNU sparse tar, each a
-// few KiB declaring a file of realSize bytes.
-func sparseTars(realSize int64) map[string][]byte {
-	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
-		paxRecord("GNU.sparse.name", "big") + paxRecord("GNU.sparse.realsize", strconv.FormatInt(realSize, 10))
-	body := append(pad512([]byte(fmt.Sprintf("1\n%d\n1\n", realSize-1))), 'x')
-	pax := checksum(rawHeader("PaxHeaders/big", 'x', int64(len(recs)), false))
-	pax = append(pax, pad512([]byte(recs))...)
-	pax = append(pax, checksum(rawHeader("GNUSparseFile.0/big", '0', int64(len(body)), false))...)
-	pax = append(pax, pad512(body)...)
-
-	gh := rawHeader("big", 'S', 1, true)
-	copy(gh[386:398], fmt.Sprintf("%011o\x00", realSize-1)) // sparse[0].offset
-	copy(gh[398:410], fmt.Sprintf("%011o\x00", 1))          // sparse[0].numbytes
-	copy(gh[483:495], fmt.Sprintf("%011o\x00", realSize))   // realsize
-	gnu := append(checksum(gh), pad512([]byte("x"))...)
-	end := make([]byte, 1024)
-	return map[string][]byte{"pax": append(pax, end...), "gnu": append(gnu, end...)}
-}
 
 // TestSparseRefused: a sparse entry, which a few bytes of archive can make
 // terabytes long, is refused before anything is written.
 func TestSparseRefused(t *testing.T) {
-	for name, b := range sparseTars(256 << 20) {
+	for name, b := range testutil.SparseTars("big", 256<<20) {
 		dir := t.TempDir()
 		err := Extract(bytes.NewReader(b), dir, Options{})
 		if !errors.Is(err, ErrSparse) {
