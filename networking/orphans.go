@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/proc"
 )
 
 // orphanWait bounds the wait for killed orphaned plugins to be gone.
@@ -23,9 +25,9 @@ const orphanWait = 10 * time.Second
 // runs under the pod lock, which a live stage0 holds during its ADDs, so
 // the processes found are orphans.
 func killOrphanedPlugins(ctx context.Context, uuid string) error {
-	ents, err := os.ReadDir("/proc")
+	pids, err := proc.PIDs()
 	if err != nil {
-		return fmt.Errorf("cannot list processes: %w", err)
+		return err
 	}
 	want := []byte("CNI_CONTAINERID=" + uuid + "\x00")
 	self := os.Getpid()
@@ -35,9 +37,8 @@ func killOrphanedPlugins(ctx context.Context, uuid string) error {
 			unix.Close(fd)
 		}
 	}()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || !hasEnv(pid, want) {
+	for _, pid := range pids {
+		if pid == self || !hasEnv(pid, want) {
 			continue
 		}
 		fd, err := unix.PidfdOpen(pid, 0)

@@ -7,23 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rkt/rkt/pkg/proc"
 )
 
 // podProcesses lists the pids whose cgroup path contains the pod's cgroup
 // (<parent>/<uuid>/), zombies included.
 func podProcesses(cgroupParent, uuid string) []int {
 	needle := filepath.Join("/", cgroupParent, uuid) + "/"
-	entries, err := os.ReadDir("/proc")
+	all, err := proc.PIDs()
 	if err != nil {
 		return nil
 	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
+	for _, pid := range all {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 		if err != nil {
 			continue
 		}
