@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // Unmounting an app's overlay rootfs syncs its upper filesystem: tens of
@@ -16,6 +17,15 @@ import (
 // containerd deletes snapshots in its garbage collector. Removing the pod
 // waits for that; what a crash left behind is under the pod directory,
 // which removePodDir unmounts and deletes with the pod.
+//
+// That move is also what makes the removal durable: an app that the
+// manifest lists without its directory is removed
+// (schema.PodDir.DropRemovedApps), so one sync of the apps directory
+// after the move suffices before the call returns, where a manifest
+// rewritten durably took two (the new file's and the pod directory's).
+// The manifest is rewritten in the background, under the manifest lock,
+// held until then; one a crash left stale is rewritten by the next change
+// (lockedManifest).
 
 // backgroundRemovals tracks the background deletions of each pod.
 type backgroundRemovals struct {
@@ -23,42 +33,97 @@ type backgroundRemovals struct {
 	pods map[string]*sync.WaitGroup
 }
 
-// removeAppDir deletes the directory of a removed app.
-func (r *Runtime) removeAppDir(p *pod, name string) error {
-	dir := string(p.appDir(name))
-	if !r.cfg.Watch {
-		return removePodDir(dir)
+// dropApp removes the app name from the pod: from pm, its manifest read
+// under the manifest lock, which dropApp releases (release).
+func (r *Runtime) dropApp(p *pod, pm *schema.PodManifest, name string, release func()) error {
+	if i := appIndex(pm, name); i >= 0 {
+		pm.Apps = append(pm.Apps[:i], pm.Apps[i+1:]...)
 	}
+	if r.cfg.Watch {
+		if aside, err := r.moveAside(p, name); err == nil {
+			if err := fileperm.SyncDir(p.layout().AppsDir()); err == nil {
+				r.inBackground(p.uuid, func() {
+					// the move's other half, so that nothing is left unreachable
+					if err := fileperm.SyncDir(p.layout().RemovedApps()); err != nil {
+						r.log.Warn("cannot sync the removed apps", "pod", p.uuid, "error", err)
+					}
+					if err := p.writeManifest(pm); err != nil {
+						r.log.Warn("cannot rewrite the manifest after a removal", "pod", p.uuid, "app", name, "error", err)
+					}
+					release()
+					r.deleteAside(p, name, aside)
+				})
+				return nil
+			}
+			// the move may not be durable: the manifest says it first
+			r.inBackground(p.uuid, func() { r.deleteAside(p, name, aside) })
+			defer release()
+			return p.writeManifest(pm)
+		}
+	}
+	defer release()
+	if err := p.writeManifest(pm); err != nil {
+		return err
+	}
+	return removePodDir(string(p.appDir(name)))
+}
+
+// removeAppDir deletes the directory of an app the manifest does not list.
+func (r *Runtime) removeAppDir(p *pod, name string) error {
+	if r.cfg.Watch {
+		if aside, err := r.moveAside(p, name); err == nil {
+			r.inBackground(p.uuid, func() { r.deleteAside(p, name, aside) })
+			return nil
+		}
+	}
+	return removePodDir(string(p.appDir(name)))
+}
+
+// deleteAside unmounts and deletes the directory of a removed app moved
+// aside.
+func (r *Runtime) deleteAside(p *pod, name, aside string) {
+	if err := removePodDir(aside); err != nil {
+		r.log.Warn("cannot delete a removed app", "pod", p.uuid, "app", name, "error", err)
+	}
+}
+
+// moveAside renames the directory of an app into RemovedApps and returns
+// its new path.
+func (r *Runtime) moveAside(p *pod, name string) (string, error) {
 	removed := p.layout().RemovedApps()
-	if err := fileperm.Mkdir(removed, fileperm.Private); err != nil {
-		return removePodDir(dir)
+	if _, err := os.Lstat(removed); err != nil {
+		if err := fileperm.Mkdir(removed, fileperm.Private); err != nil {
+			return "", err
+		}
 	}
 	aside, err := os.MkdirTemp(removed, name+".")
 	if err != nil {
-		return removePodDir(dir)
+		return "", err
 	}
-	if err := unix.Rename(dir, aside); err != nil { // onto the empty aside (os.Rename refuses)
+	if err := unix.Rename(string(p.appDir(name)), aside); err != nil { // onto the empty aside (os.Rename refuses)
 		os.Remove(aside)
-		return removePodDir(dir)
+		return "", err
 	}
+	return aside, nil
+}
+
+// inBackground runs f in a goroutine that removing the pod waits for.
+func (r *Runtime) inBackground(uuid string, f func()) {
 	r.removals.mu.Lock()
 	if r.removals.pods == nil {
 		r.removals.pods = map[string]*sync.WaitGroup{}
 	}
-	wg := r.removals.pods[p.uuid]
+	wg := r.removals.pods[uuid]
 	if wg == nil {
 		wg = &sync.WaitGroup{}
-		r.removals.pods[p.uuid] = wg
+		r.removals.pods[uuid] = wg
 	}
 	wg.Add(1)
 	r.removals.mu.Unlock()
 	go func() {
 		defer wg.Done()
-		if err := removePodDir(aside); err != nil {
-			r.log.Warn("cannot delete a removed app", "pod", p.uuid, "app", name, "error", err)
-		}
+		f()
 	}()
-	return nil
 }
 
 // waitRemovals waits for the background deletions in a pod, or of every

@@ -106,28 +106,17 @@ func (r *Runtime) prestartApp(ctx context.Context, p *pod, app *schema.App) *con
 	return c
 }
 
-// dropApp removes an app from the manifest and deletes its directory. The
-// caller holds the manifest lock.
-func (r *Runtime) dropApp(p *pod, name string) error {
-	pm, err := p.readManifest()
-	if err != nil {
-		return err
-	}
-	if i := appIndex(pm, name); i >= 0 {
-		pm.Apps = append(pm.Apps[:i], pm.Apps[i+1:]...)
-		if err := p.writeManifest(pm); err != nil {
-			return err
-		}
-	}
-	return r.removeAppDir(p, name)
-}
-
 // findApp resolves an app name; empty means the pod's only app.
 func findApp(p *pod, name string) (string, error) {
 	pm, err := p.readManifest()
 	if err != nil {
 		return "", err
 	}
+	return appOf(p, pm, name)
+}
+
+// appOf resolves an app name in the manifest pm; empty means its only app.
+func appOf(p *pod, pm *schema.PodManifest, name string) (string, error) {
 	if name == "" {
 		if len(pm.Apps) != 1 {
 			return "", fmt.Errorf("pod %s has %d apps: name one: %w", p.uuid, len(pm.Apps), ErrInvalid)
@@ -179,31 +168,49 @@ func (r *Runtime) stopApp(ctx context.Context, uuid, app string, opts StopOption
 	return appErr(err)
 }
 
+// removeApp stops the app if it runs, makes the supervisor forget it,
+// and drops it from the pod (dropApp), the manifest read once, under its
+// lock.
 func (r *Runtime) removeApp(ctx context.Context, uuid, app string) error {
 	p, err := r.findPod(uuid)
 	if err != nil {
-		return err
-	}
-	if app, err = findApp(p, app); err != nil {
 		return err
 	}
 	ml, err := lockManifest(ctx, p)
 	if err != nil {
 		return err
 	}
-	defer ml.Close()
+	pm, err := p.lockedManifest()
+	if err == nil {
+		app, err = appOf(p, pm, app)
+	}
+	if err != nil {
+		ml.Close()
+		return err
+	}
 	if st, err := p.podState(); err == nil && st == PodRunning {
-		c := control.NewClient(p.dir)
-		err := c.StopApp(ctx, app, defaultStopTimeout)
-		if err == nil || errors.Is(err, control.ErrAppNotFound) {
-			err = c.RemoveApp(ctx, app)
-		}
-		// a supervisor gone meanwhile took its apps with it
-		if err != nil && !errors.Is(err, control.ErrAppNotFound) && !errors.Is(err, control.ErrNoSupervisor) {
-			return appErr(err)
+		if err := removeFromSupervisor(ctx, control.NewClient(p.dir), app); err != nil {
+			ml.Close()
+			return err
 		}
 	}
-	return r.dropApp(p, app)
+	return r.dropApp(p, pm, app, func() { ml.Close() })
+}
+
+// removeFromSupervisor makes the supervisor forget the app, stopping it
+// first if it runs: an exited app (what a kubelet removes) takes one call.
+func removeFromSupervisor(ctx context.Context, c *control.Client, app string) error {
+	err := c.RemoveApp(ctx, app)
+	if errors.Is(err, control.ErrAppRunning) {
+		if err = c.StopApp(ctx, app, defaultStopTimeout); err == nil || errors.Is(err, control.ErrAppNotFound) {
+			err = c.RemoveApp(ctx, app)
+		}
+	}
+	// a supervisor gone meanwhile took its apps with it
+	if err != nil && !errors.Is(err, control.ErrAppNotFound) && !errors.Is(err, control.ErrNoSupervisor) {
+		return appErr(err)
+	}
+	return nil
 }
 
 func (r *Runtime) manifest(uuid string) (*schema.PodManifest, error) {

@@ -31,7 +31,8 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			if isLegacyPod(filepath.Join(dir, e.Name())) {
 				continue // rkt 1.x's ACIs are not in this store
 			}
-			b, err := os.ReadFile(schema.PodDir(filepath.Join(dir, e.Name())).Manifest())
+			pd := schema.PodDir(filepath.Join(dir, e.Name()))
+			b, err := os.ReadFile(pd.Manifest())
 			if err != nil {
 				continue // a pod still being prepared has no manifest yet
 			}
@@ -39,6 +40,7 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			if err := json.Unmarshal(b, &pm); err != nil {
 				continue
 			}
+			pd.DropRemovedApps(&pm)
 			for _, a := range pm.Apps {
 				inUse[a.Image.ID] = true
 				if rec, err := readAppRecord(&pod{dir: filepath.Join(dir, e.Name())}, a.Name); err == nil {

@@ -217,7 +217,7 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 	if err != nil {
 		return nil, fmt.Errorf("app %q: %w", opts.Name, err)
 	}
-	pm, err := p.readManifest()
+	pm, err := p.lockedManifest()
 	if err != nil {
 		return nil, err
 	}

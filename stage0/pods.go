@@ -245,20 +245,39 @@ func (p *pod) podState() (PodState, error) {
 	return "", fmt.Errorf("pod %s in unknown state directory %q", p.uuid, p.state)
 }
 
-// readManifest loads the pod manifest.
+// readManifest loads the pod manifest, without the apps it still lists
+// after their removal (schema.PodDir.DropRemovedApps).
 func (p *pod) readManifest() (*schema.PodManifest, error) {
+	pm, _, err := p.loadManifest()
+	return pm, err
+}
+
+// lockedManifest is readManifest for a change of the manifest, under its
+// lock: a manifest that lists removed apps (a crash came between the
+// removal and the rewrite) is rewritten without them first, so that no
+// later app of the same name inherits their entries.
+func (p *pod) lockedManifest() (*schema.PodManifest, error) {
+	pm, stale, err := p.loadManifest()
+	if err == nil && stale {
+		err = p.writeManifest(pm)
+	}
+	return pm, err
+}
+
+// loadManifest is readManifest; stale reports removed apps it dropped.
+func (p *pod) loadManifest() (pm *schema.PodManifest, stale bool, err error) {
 	b, err := os.ReadFile(p.layout().Manifest())
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the manifest of pod %s: %w", p.uuid, err)
+		return nil, false, fmt.Errorf("cannot read the manifest of pod %s: %w", p.uuid, err)
 	}
-	var pm schema.PodManifest
-	if err := json.Unmarshal(b, &pm); err != nil {
-		return nil, fmt.Errorf("cannot parse the manifest of pod %s: %w", p.uuid, err)
+	pm = &schema.PodManifest{}
+	if err := json.Unmarshal(b, pm); err != nil {
+		return nil, false, fmt.Errorf("cannot parse the manifest of pod %s: %w", p.uuid, err)
 	}
 	if err := schema.CheckVersion(pm.Version); err != nil {
-		return nil, fmt.Errorf("pod %s: %w", p.uuid, err)
+		return nil, false, fmt.Errorf("pod %s: %w", p.uuid, err)
 	}
-	return &pm, nil
+	return pm, p.layout().DropRemovedApps(pm), nil
 }
 
 // writeManifest replaces the pod manifest atomically.

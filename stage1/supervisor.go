@@ -62,7 +62,8 @@ type supervisor struct {
 
 func (sv *supervisor) runcRoot() string { return filepath.Join(sv.podDir, "runc") }
 
-// readManifest reads the pod manifest (stage0 rewrites it when apps change).
+// readManifest reads the pod manifest (stage0 rewrites it when apps change),
+// without the apps it lists after their removal.
 func readManifest(podDir string) (*schema.PodManifest, error) {
 	p := schema.PodDir(podDir).Manifest()
 	b, err := os.ReadFile(p)
@@ -76,6 +77,7 @@ func readManifest(podDir string) (*schema.PodManifest, error) {
 	if m.UUID == "" {
 		return nil, fmt.Errorf("pod manifest %q has no uuid", p)
 	}
+	schema.PodDir(podDir).DropRemovedApps(&m)
 	return &m, nil
 }
 

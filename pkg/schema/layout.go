@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -73,6 +76,25 @@ func (d PodDir) RemovedApps() string { return d.join("apps-removed") }
 
 // App is the directory of the app name.
 func (d PodDir) App(name string) AppDir { return AppDir(d.join("apps", name)) }
+
+// DropRemovedApps drops from pm, the pod's manifest, the apps whose
+// directory is gone from AppsDir, and reports whether it dropped any. An
+// app is added with its directory first and removed with its directory
+// first (renamed out, durably, before the manifest is rewritten): an app
+// listed without its directory was removed, and the manifest not yet
+// rewritten (or a crash came in between).
+func (d PodDir) DropRemovedApps(pm *PodManifest) bool {
+	kept := pm.Apps[:0]
+	for _, a := range pm.Apps {
+		if _, err := os.Lstat(string(d.App(a.Name))); !errors.Is(err, fs.ErrNotExist) {
+			kept = append(kept, a)
+		}
+	}
+	dropped := len(kept) < len(pm.Apps)
+	clear(pm.Apps[len(kept):])
+	pm.Apps = kept
+	return dropped
+}
 
 // Rkt1AppsInfo is a directory that only rkt 1.x's pods have.
 func (d PodDir) Rkt1AppsInfo() string { return d.join("appsinfo") }

@@ -1,6 +1,9 @@
 package schema
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // The layout is an on-disk format: pods written by earlier versions are
 // found at these paths.
@@ -40,5 +43,20 @@ func TestLayout(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s, want %s", c.got, c.want)
 		}
+	}
+}
+
+// An app listed without its directory was removed.
+func TestDropRemovedApps(t *testing.T) {
+	d := PodDir(t.TempDir())
+	if err := os.MkdirAll(string(d.App("kept")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pm := &PodManifest{Apps: []App{{Name: "gone"}, {Name: "kept"}, {Name: "gone2"}}}
+	if !d.DropRemovedApps(pm) || len(pm.Apps) != 1 || pm.Apps[0].Name != "kept" {
+		t.Fatalf("apps %+v", pm.Apps)
+	}
+	if d.DropRemovedApps(pm) || len(pm.Apps) != 1 {
+		t.Fatalf("second pass: %+v", pm.Apps)
 	}
 }
