@@ -186,6 +186,7 @@ func (r *Runtime) refind(p *pod) (*pod, error) {
 
 // move renames the pod into another state directory.
 func (r *Runtime) move(p *pod, to string) error {
+	r.waitRemovals(p.uuid) // their paths are in the pod directory
 	dst := filepath.Join(r.stateDir(to), p.uuid)
 	if err := os.Rename(p.dir, dst); err != nil {
 		return fmt.Errorf("cannot move pod %s from %s to %s: %w", p.uuid, p.state, to, err)
