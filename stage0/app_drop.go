@@ -1,7 +1,10 @@
 package stage0
 
 import (
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -96,11 +99,30 @@ func (r *Runtime) moveAside(p *pod, name string) (string, error) {
 			return "", err
 		}
 	}
+	dir := string(p.appDir(name))
+	for i := 0; i < 3; i++ {
+		aside := filepath.Join(removed, name+"."+strconv.FormatUint(rand.Uint64(), 36))
+		err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, aside, unix.RENAME_NOREPLACE)
+		if err == nil {
+			return aside, nil
+		}
+		if err != unix.EEXIST {
+			if err == unix.EINVAL { // a filesystem without RENAME_NOREPLACE
+				return moveOntoTemp(dir, removed, name)
+			}
+			return "", err
+		}
+	}
+	return moveOntoTemp(dir, removed, name)
+}
+
+// moveOntoTemp is moveAside with a new empty directory as the target.
+func moveOntoTemp(dir, removed, name string) (string, error) {
 	aside, err := os.MkdirTemp(removed, name+".")
 	if err != nil {
 		return "", err
 	}
-	if err := unix.Rename(string(p.appDir(name)), aside); err != nil { // onto the empty aside (os.Rename refuses)
+	if err := unix.Rename(dir, aside); err != nil { // onto the empty aside (os.Rename refuses)
 		os.Remove(aside)
 		return "", err
 	}
