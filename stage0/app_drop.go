@@ -34,6 +34,37 @@ import (
 type backgroundRemovals struct {
 	mu   sync.Mutex
 	pods map[string]*sync.WaitGroup
+	// rewrites has, for a pod whose manifest a removal rewrites in the
+	// background, a channel closed once it released the manifest lock
+	rewrites map[string]chan struct{}
+}
+
+// rewriting returns the channel of the pod's background manifest rewrite,
+// nil without one.
+func (b *backgroundRemovals) rewriting(uuid string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rewrites[uuid]
+}
+
+// startRewrite records a background manifest rewrite of the pod; its
+// returned func ends it.
+func (b *backgroundRemovals) startRewrite(uuid string) func() {
+	done := make(chan struct{})
+	b.mu.Lock()
+	if b.rewrites == nil {
+		b.rewrites = map[string]chan struct{}{}
+	}
+	b.rewrites[uuid] = done
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		if b.rewrites[uuid] == done {
+			delete(b.rewrites, uuid)
+		}
+		b.mu.Unlock()
+		close(done)
+	}
 }
 
 // dropApp removes the app name from the pod: from pm, its manifest read
@@ -45,6 +76,7 @@ func (r *Runtime) dropApp(p *pod, pm *schema.PodManifest, name string, release f
 	if r.cfg.Watch {
 		if aside, err := r.moveAside(p, name); err == nil {
 			if err := fileperm.SyncDir(p.layout().AppsDir()); err == nil {
+				rewritten := r.removals.startRewrite(p.uuid)
 				r.inBackground(p.uuid, func() {
 					// the move's other half, so that nothing is left unreachable
 					if err := fileperm.SyncDir(p.layout().RemovedApps()); err != nil {
@@ -54,6 +86,7 @@ func (r *Runtime) dropApp(p *pod, pm *schema.PodManifest, name string, release f
 						r.log.Warn("cannot rewrite the manifest after a removal", "pod", p.uuid, "app", name, "error", err)
 					}
 					release()
+					rewritten()
 					r.deleteAside(p, name, aside)
 				})
 				return nil

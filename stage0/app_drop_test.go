@@ -146,7 +146,7 @@ func TestRemovedAppStaysRemoved(t *testing.T) {
 	if got := rawApps(t, p2); !slices.Equal(got, []string{"c=sha256:c"}) {
 		t.Errorf("manifest after a change under its lock: %v", got)
 	}
-	ml, err := lockManifest(ctx, p2)
+	ml, err := rt2.lockManifest(ctx, p2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +160,43 @@ func TestRemovedAppStaysRemoved(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(p2.layout().RemovedApps()); len(left) != 0 {
 		t.Errorf("left in %s: %v", p2.layout().RemovedApps(), left)
+	}
+}
+
+// TestBackToBackRemovals: removals and an add that follow each other
+// without waiting (each removal's manifest rewrite runs after its call
+// returned, holding the manifest lock) lose no update.
+func TestBackToBackRemovals(t *testing.T) {
+	ctx := context.Background()
+	rt, err := New(Config{DataDir: t.TempDir(), Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "a", Name: "a"}, {Image: "b", Name: "b"}, {Image: "c", Name: "c"}, {Image: "d", Name: "d"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"a", "b", "c"} {
+		if err := rt.RemoveApp(ctx, uuid, app); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := rt.findPod(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := rt.lockManifest(ctx, p) // as AddApp does
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = rt.addAppRecord(ctx, p, AppOptions{Name: "e", Image: "e"})
+	ml.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.waitRemovals(uuid)
+	if got := rawApps(t, p); !slices.Equal(got, []string{"d=sha256:d", "e=sha256:e"}) {
+		t.Errorf("manifest after three removals and an add: %v", got)
 	}
 }

@@ -61,7 +61,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if err != nil {
 		return "", err
 	}
-	ml, err := lockManifest(ctx, p)
+	ml, err := r.lockManifest(ctx, p)
 	if err != nil {
 		return "", err
 	}
@@ -176,7 +176,7 @@ func (r *Runtime) removeApp(ctx context.Context, uuid, app string) error {
 	if err != nil {
 		return err
 	}
-	ml, err := lockManifest(ctx, p)
+	ml, err := r.lockManifest(ctx, p)
 	if err != nil {
 		return err
 	}

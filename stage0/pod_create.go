@@ -345,7 +345,16 @@ func readAppRecord(p *pod, name string) (*appRecord, error) {
 	return &rec, nil
 }
 
-// lockManifest serializes manifest changes of a pod.
-func lockManifest(ctx context.Context, p *pod) (*lock.FileLock, error) {
+// lockManifest serializes manifest changes of a pod. A removal's
+// background rewrite of the manifest holds the lock after its call
+// returned: the next change waits for it here rather than in the lock's
+// 5 ms polls.
+func (r *Runtime) lockManifest(ctx context.Context, p *pod) (*lock.FileLock, error) {
+	if done := r.removals.rewriting(p.uuid); done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
 	return lock.Exclusive(ctx, filepath.Join(p.dir, manifestLockFile), lock.RegFile)
 }
