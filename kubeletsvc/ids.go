@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -45,6 +46,10 @@ type sandbox struct {
 	cfg   *runtimeapi.PodSandboxConfig
 	attrs *rawAttrs // of its stats items
 	kept  atomic.Pointer[keptStats[runtimeapi.PodSandboxStats]]
+
+	ctrsOnce sync.Once
+	ctrs     []*container
+	ctrsErr  error
 }
 
 // ID returns the sandbox ID.
@@ -62,6 +67,8 @@ type container struct {
 	// attrs is the encoded attributes of its stats items
 	attrs *rawAttrs
 	kept  atomic.Pointer[keptStats[runtimeapi.ContainerStats]]
+	// status is its kept ContainerStatus answer (container_status.go)
+	status atomic.Pointer[keptStatus]
 }
 
 // asSandbox returns the CRI view of a pod; nil for pods that are not CRI
@@ -77,18 +84,21 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 	return &sandbox{pod: ps, cfg: cfg, attrs: &rawAttrs{}}, nil
 }
 
-// containers returns the CRI containers of a sandbox.
+// containers returns the CRI containers of a sandbox, made once per
+// sandbox: shared, read-only.
 func (s *sandbox) containers() ([]*container, error) {
-	return s.containersMatching(func(string) bool { return true })
+	s.ctrsOnce.Do(func() {
+		s.ctrs, s.ctrsErr = s.readContainers()
+	})
+	return s.ctrs, s.ctrsErr
 }
 
-// containersMatching returns the CRI containers of a sandbox whose ID
-// matches; it decodes the config of those only.
-func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, error) {
+// readContainers makes the CRI containers of a sandbox from its apps.
+func (s *sandbox) readContainers() ([]*container, error) {
 	var out []*container
 	for i := range s.pod.Apps {
 		a := &s.pod.Apps[i]
-		if a.App.Annotations[annoKind] != kindContainer || !match(a.App.Annotations[annoContainerID]) {
+		if a.App.Annotations[annoKind] != kindContainer {
 			continue
 		}
 		cfg, err := containerConfigOf(a.App.Annotations)
@@ -122,6 +132,14 @@ func (c *criService) getSandbox(ctx context.Context, id string) (*sandbox, error
 	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: %w", id, err)
 	}
+	// stage0 returns the same status while the pod did not change: the
+	// kept snapshot's sandbox is then this one, with what it keeps (its
+	// containers, their kept answers)
+	if snap := c.snap.Load(); snap != nil {
+		if s := snap.byUUID[ps.UUID]; s != nil && s.pod == ps {
+			return s, nil
+		}
+	}
 	s, err := asSandbox(ps)
 	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: %w", id, err)
@@ -145,12 +163,14 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 			}
 			return nil, err
 		}
-		ctrs, err := s.containersMatching(func(cid string) bool { return cid == id })
+		ctrs, err := s.containers()
 		if err != nil {
 			return nil, err
 		}
-		if len(ctrs) == 1 {
-			return ctrs[0], nil
+		for _, ct := range ctrs {
+			if ct.id == id {
+				return ct, nil
+			}
 		}
 		return nil, notFoundf("container %q", id)
 	}
@@ -160,11 +180,15 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 	}
 	var found []*container
 	for _, s := range sbs {
-		ctrs, err := s.containersMatching(func(cid string) bool { return strings.HasPrefix(cid, id) })
+		ctrs, err := s.containers()
 		if err != nil {
 			return nil, err
 		}
-		found = append(found, ctrs...)
+		for _, ct := range ctrs {
+			if strings.HasPrefix(ct.id, id) {
+				found = append(found, ct)
+			}
+		}
 	}
 	switch len(found) {
 	case 0:
