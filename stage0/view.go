@@ -467,6 +467,11 @@ func (v *podView) statusKept(uuid string) (st *PodStatus, kept bool, err error) 
 		v.pidfds[pidfd] = uuid
 	}
 	e.st = st
+	for app := range e.specs { // of apps removed since
+		if findAppStatus(st, app) == nil {
+			delete(e.specs, app)
+		}
+	}
 	return st, true, nil
 }
 
@@ -558,6 +563,27 @@ func stateOrder(dir string) int {
 		}
 	}
 	return len(podStateDirs)
+}
+
+// keepSpec keeps the spec stage0 just wrote to path for an app (the first
+// ContainerStatus of a new container then reads nothing); checked against
+// its file on first use like any kept spec.
+func (v *podView) keepSpec(uuid, app string, s *specs.Spec, path string) {
+	id, err := statFileID(path)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e := v.pods[uuid]
+	if e == nil {
+		e = &viewEntry{pidfd: -1}
+		v.pods[uuid] = e
+	}
+	if e.specs == nil {
+		e.specs = map[string]*keptSpec{}
+	}
+	e.specs[app] = &keptSpec{spec: s, file: id, gen: ^uint64(0)}
 }
 
 // appSpec returns an app's runtime spec, kept while the pod does not change

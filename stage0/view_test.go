@@ -282,8 +282,18 @@ func TestViewAppSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// the events of a write come soon after it: settled when the
+	// generation stays for a while
+	settle := func() {
+		for g := rt.Generation(); ; g = rt.Generation() {
+			time.Sleep(100 * time.Millisecond)
+			if rt.Generation() == g {
+				return
+			}
+		}
+	}
 	writeSpec("first")
-	waitView(t, "a kept status", func() bool { _, kept, err := rt.view.statusKept(uuid); return err == nil && kept })
+	settle()
 	ps = status()
 	first := spec()
 	if again := spec(); again != first {
@@ -302,6 +312,15 @@ func TestViewAppSpec(t *testing.T) {
 	waitView(t, "a new spec", func() bool { status(); return spec().Hostname == "changed" })
 	if again := spec(); again.Hostname != "changed" {
 		t.Fatalf("spec hostname %q after the change; want changed", again.Hostname)
+	}
+	// the spec stage0 writes is kept as written
+	writeSpec("written")
+	settle()
+	written := &specs.Spec{Version: specs.Version, Hostname: "written"}
+	rt.view.keepSpec(uuid, "app", written, path)
+	status()
+	if again := spec(); again != written {
+		t.Fatalf("spec %q after keepSpec; want the spec kept", again.Hostname)
 	}
 	if _, err := rt.AppSpec(uuid, "nope"); !errors.Is(err, ErrAppNotFound) {
 		t.Fatalf("AppSpec of a missing app: %v; want ErrAppNotFound", err)
