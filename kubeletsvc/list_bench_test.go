@@ -14,7 +14,7 @@ import (
 )
 
 // benchEnv is a service with n sandboxes, each running one container.
-func benchEnv(b *testing.B, n int) *testEnv {
+func benchEnv(b testing.TB, n int) *testEnv {
 	e := newTestEnv(b)
 	for i := 0; i < n; i++ {
 		pod := e.runPod(b, fmt.Sprintf("p%d", i))
