@@ -272,9 +272,9 @@ resume:
 			if (si.ssi_signo != SIGCHLD)
 				stop = (int)si.ssi_signo;
 	}
-	// Go saves the signal mask it starts with and gives it to the
-	// processes it starts: it must be empty.
-	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
+	// The signals stay blocked through the exec: those that come now are
+	// pending for `stage1 resume`, whose constructor (package stopsig)
+	// catches them into a pipe before it unblocks them.
 	char sigArg[32];
 	snprintf(sigArg, sizeof sigArg, "--signal=%d", stop);
 	char *args[] = {argv[0], "resume", (char *)podDir, (char *)stateFd, sigArg, NULL};

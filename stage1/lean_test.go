@@ -178,9 +178,34 @@ func TestLeanStopSignal(t *testing.T) {
 			t.Fatalf("round %d: SIGTERM lost; the supervisor runs as %s", i, p.image())
 		}
 		if !p.cmd.ProcessState.Success() {
-			// killed by the signal: it came while the supervisor
-			// resumed (resume.go), woken by the harness's probe
-			t.Logf("round %d: %v", i, p.cmd.ProcessState)
+			t.Errorf("round %d: the supervisor did not stop the pod: %v\n%s", i, p.cmd.ProcessState, p.log())
+		}
+	}
+}
+
+// TestResumeStopSignal: SIGTERM right after a call woke the lean image
+// stops the pod, however far `stage1 resume` got in starting (before the
+// Go runtime's start, during it, after it): it is never killed by it.
+func TestResumeStopSignal(t *testing.T) {
+	const rounds = 48
+	for i := 0; i < rounds; i++ {
+		p := newPod(t, nil)
+		p.args = []string{"--refresh-delay=20ms"}
+		p.mustStart(modeSandbox)
+		p.waitImage("lean")
+		go p.client.Status(context.Background()) // wakes it: `stage1 resume`
+		delay := time.Duration(i%24) * 250 * time.Microsecond
+		time.Sleep(delay)
+		if err := p.cmd.Process.Signal(unix.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: SIGTERM %v after the call lost; the supervisor runs as %s", i, delay, p.image())
+		}
+		if !p.cmd.ProcessState.Success() {
+			t.Errorf("round %d: SIGTERM %v after the call: %v\n%s", i, delay, p.cmd.ProcessState, p.log())
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/stopsig"
 )
 
 // An idle supervisor need not be a Go process. What a start, an exec or an
@@ -259,9 +260,12 @@ func execLean(st *resumeState, fds []int, stopFd int) error {
 	// Blocked on this thread, a stop signal goes to another one, which the
 	// exec may end between taking it and writing it to the pipe: block
 	// them as late as possible.
-	restore, err := blockStopSignals()
+	restore, quiet, err := stopsig.Block()
 	if err != nil {
 		return err
+	}
+	if quiet > 0 {
+		slog.Debug("threads did not block the stop signals (ended?)", "threads", quiet)
 	}
 	defer restore()
 	err = unix.Exec("/proc/self/exe", args, env)

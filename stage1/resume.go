@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/stage1/stopsig"
 )
 
 // resumeSupervisor is `stage1 resume`: the Go supervisor again, after
@@ -27,10 +29,9 @@ func resumeSupervisor(stateFd int, stop syscall.Signal) error {
 }
 
 func resume(s *spawner, stateFd int, stop syscall.Signal) error {
-	// The stop signals wait in stopR from here on. Before (from the lean
-	// image's last read of its signalfd to here) one kills the supervisor:
-	// the apps die with it, the pod is left to `stage1 gc`.
-	stopR, err := catchStopSignals()
+	// The stop signals taken since the lean image's last read of its
+	// signalfd are in stopR (package stopsig, but for its short window).
+	stopR, err := stopsig.Catch()
 	if err != nil {
 		return err
 	}

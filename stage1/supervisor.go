@@ -15,6 +15,7 @@ import (
 
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/stopsig"
 )
 
 const (
@@ -105,7 +106,7 @@ func startSupervisor(s *spawner, podDir, mode string, refreshDelay time.Duration
 	if !filepath.IsAbs(podDir) {
 		return reportReady(ready, fmt.Errorf("--pod-dir %q is not absolute", podDir))
 	}
-	stopR, err := catchStopSignals()
+	stopR, err := stopsig.Catch()
 	if err != nil {
 		return reportReady(ready, err)
 	}

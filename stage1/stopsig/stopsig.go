@@ -1,8 +1,19 @@
-package main
+// Package stopsig catches a supervisor's stop signals (SIGTERM, SIGINT,
+// SIGHUP) in a C handler that writes them to a pipe, from whatever thread
+// takes them. Go's os/signal would hold a signal in a goroutine's hands,
+// which an exec ends; the pipe is passed on through the exec of `stage1
+// lean` (stage1/refresh.go) and, for `stage1 resume`, made before the Go
+// runtime starts.
+//
+// The Go runtime's own handler for these signals, which exits, is never
+// installed in `stage1 resume` (see sigaction below); nor does stage1 use
+// os/signal for them.
+package stopsig
 
 /*
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <dirent.h>
@@ -86,26 +97,78 @@ static int rkt_quiet_others(void) {
 		nanosleep(&ts, NULL);
 	return sent - __atomic_load_n(&rkt_quiet_acks, __ATOMIC_SEQ_CST);
 }
+
+// rkt_stop_early is the read end of the pipe that the constructor below
+// made for `stage1 resume`, -1 if none.
+static int rkt_stop_early = -1;
+
+// rkt_stop_hold keeps the stop signals with rkt_stop_note.
+static volatile int rkt_stop_hold;
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+// sigaction stands for libc's (weak) one in this binary. The Go runtime
+// installs its signal handlers through it (runtime/cgo) when it starts,
+// and its handler exits on SIGTERM, SIGINT and SIGHUP: while
+// rkt_stop_hold is set, those keep rkt_stop_note.
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+	if (act != NULL && rkt_stop_hold && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) &&
+	    act->sa_handler != rkt_stop_note)
+		return __sigaction(sig, NULL, old);
+	return __sigaction(sig, act, old);
+}
+
+// rkt_stop_resume runs before the Go runtime starts. `stage1 lean` execs
+// `stage1 resume` with the stop signals blocked, so those sent during the
+// exec are pending: they go to the pipe once unblocked here, and so do
+// those that come while the Go runtime starts. (Go starts with, and passes
+// on to the processes it starts, the signal mask it finds: it must be
+// empty.)
+__attribute__((constructor)) static void rkt_stop_resume(int argc, char **argv) {
+	if (argc < 2 || strcmp(argv[1], "resume") != 0)
+		return;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
+		if (rkt_stop_catch(p[1]) == 0) {
+			rkt_stop_early = p[0];
+			rkt_stop_hold = 1;
+		} else {
+			close(p[0]);
+			close(p[1]);
+		}
+	}
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGCHLD);
+	sigprocmask(SIG_UNBLOCK, &sigs, NULL);
+}
+
+static int rkt_stop_take_early(void) {
+	int fd = rkt_stop_early;
+	rkt_stop_early = -1;
+	return fd;
+}
 */
 import "C"
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// The stop signals (SIGTERM, SIGINT, SIGHUP) are not Go's: a C handler
-// writes them to a pipe, which handleSignals reads. A signal taken by any
-// thread is then in the pipe, which the supervisor passes on to `stage1
-// lean` (refresh.go): none is lost in the exec. (Go's os/signal would
-// hold it in a goroutine's hands, which the exec ends.)
-
-// catchStopSignals installs the handler and returns the pipe's read end.
-func catchStopSignals() (*os.File, error) {
+// Catch installs the handler and returns the pipe's read end: in `stage1
+// resume`, the pipe made before the Go runtime started, with the signals
+// taken since.
+func Catch() (*os.File, error) {
+	if fd := int(C.rkt_stop_take_early()); fd >= 0 {
+		return os.NewFile(uintptr(fd), "stop-signals"), nil
+	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("cannot create the stop signals' pipe: %w", err)
@@ -118,16 +181,15 @@ func catchStopSignals() (*os.File, error) {
 	return os.NewFile(uintptr(p[0]), "stop-signals"), nil
 }
 
-// blockStopSignals blocks the stop signals on every other thread, then on
-// the calling one (the main thread, about to exec `stage1 lean`): those
-// taken before are in the pipe, those that come during the exec wait,
-// pending, for the lean image's signalfd. restore unblocks them on the
-// calling thread.
-func blockStopSignals() (restore func(), err error) {
-	if rc := C.rkt_quiet_others(); rc < 0 {
-		return nil, fmt.Errorf("cannot block the stop signals on the other threads: %w", syscall.Errno(-rc))
-	} else if rc > 0 {
-		slog.Debug("threads did not block the stop signals (ended?)", "threads", int(rc))
+// Block blocks the stop signals on every other thread, then on the calling
+// one (about to exec `stage1 lean`): those taken before are in the pipe,
+// those that come later stay pending through the exec. restore unblocks
+// them on the calling thread; quiet is how many threads did not answer
+// (ended meanwhile).
+func Block() (restore func(), quiet int, err error) {
+	rc := int(C.rkt_quiet_others())
+	if rc < 0 {
+		return nil, 0, fmt.Errorf("cannot block the stop signals on the other threads: %w", syscall.Errno(-rc))
 	}
 	var stop, old unix.Sigset_t
 	for _, sig := range []syscall.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
@@ -135,7 +197,7 @@ func blockStopSignals() (restore func(), err error) {
 		stop.Val[n/64] |= 1 << (n % 64)
 	}
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &stop, &old); err != nil {
-		return nil, fmt.Errorf("cannot block the stop signals: %w", err)
+		return nil, 0, fmt.Errorf("cannot block the stop signals: %w", err)
 	}
-	return func() { unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }, nil
+	return func() { unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }, rc, nil
 }
