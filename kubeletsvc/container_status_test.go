@@ -2,11 +2,13 @@ package kubeletsvc
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -133,5 +135,29 @@ func TestContainerStatusKept(t *testing.T) {
 	e.rt.mu.Unlock()
 	if s := status(false).GetStatus(); s.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || s.GetExitCode() != 2 {
 		t.Fatalf("after its exit: state %v code %d, want exited 2", s.GetState(), s.GetExitCode())
+	}
+}
+
+// TestContainerStatusUnreadableSibling: an app of the pod whose CRI config
+// cannot be decoded fails its own lookups only, not its siblings'.
+func TestContainerStatusUnreadableSibling(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	good := e.startContainer(t, pod, "good")
+	bad := e.startContainer(t, pod, "bad")
+	e.rt.mu.Lock()
+	for i := range e.rt.pods[pod].Apps {
+		a := &e.rt.pods[pod].Apps[i]
+		if a.App.Annotations[annoContainerID] == bad {
+			a.App.Annotations = maps.Clone(a.App.Annotations)
+			a.App.Annotations[annoConfig] = "{not a config"
+		}
+	}
+	e.rt.mu.Unlock()
+	if r, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: good}); err != nil || r.GetStatus().GetId() != good {
+		t.Fatalf("ContainerStatus of the readable sibling: %v, %v", r, err)
+	}
+	if _, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: bad}); err == nil || status.Code(err) == codes.NotFound {
+		t.Fatalf("ContainerStatus of the unreadable container: %v; want an error other than NotFound", err)
 	}
 }

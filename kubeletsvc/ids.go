@@ -88,17 +88,18 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 // sandbox: shared, read-only.
 func (s *sandbox) containers() ([]*container, error) {
 	s.ctrsOnce.Do(func() {
-		s.ctrs, s.ctrsErr = s.readContainers()
+		s.ctrs, s.ctrsErr = s.containersMatching(func(string) bool { return true })
 	})
 	return s.ctrs, s.ctrsErr
 }
 
-// readContainers makes the CRI containers of a sandbox from its apps.
-func (s *sandbox) readContainers() ([]*container, error) {
+// containersMatching makes the CRI containers of a sandbox whose ID
+// matches; it decodes the config of those only.
+func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, error) {
 	var out []*container
 	for i := range s.pod.Apps {
 		a := &s.pod.Apps[i]
-		if a.App.Annotations[annoKind] != kindContainer {
+		if a.App.Annotations[annoKind] != kindContainer || !match(a.App.Annotations[annoContainerID]) {
 			continue
 		}
 		cfg, err := containerConfigOf(a.App.Annotations)
@@ -111,6 +112,16 @@ func (s *sandbox) readContainers() ([]*container, error) {
 		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg, attrs: &rawAttrs{}})
 	}
 	return out, nil
+}
+
+// containersOrMatching returns the sandbox's kept containers, or, when an
+// app's config cannot be decoded, those whose ID matches (an unreadable
+// app does not hide the others).
+func (s *sandbox) containersOrMatching(match func(id string) bool) ([]*container, error) {
+	if ctrs, err := s.containers(); err == nil {
+		return ctrs, nil
+	}
+	return s.containersMatching(match)
 }
 
 // listSandboxes returns every CRI sandbox.
@@ -163,7 +174,7 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 			}
 			return nil, err
 		}
-		ctrs, err := s.containers()
+		ctrs, err := s.containersOrMatching(func(cid string) bool { return cid == id })
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +191,7 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 	}
 	var found []*container
 	for _, s := range sbs {
-		ctrs, err := s.containers()
+		ctrs, err := s.containersOrMatching(func(cid string) bool { return strings.HasPrefix(cid, id) })
 		if err != nil {
 			return nil, err
 		}
