@@ -4,10 +4,12 @@ import (
 	"context"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
 )
 
 // ContainerStatus returns a container's status; verbose adds its runtime
@@ -17,9 +19,21 @@ func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.Containe
 	if err != nil {
 		return nil, err
 	}
-	st := c.containerStatus(ct)
 	spec, specErr := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
-	if specErr == nil && spec.Process != nil {
+	var stats *stage0.AppStats
+	if specErr == nil && spec.Process != nil && spec.Linux != nil && ct.app.State == schema.AppRunning && ct.app.Pid > 0 {
+		// the limits in force, which UpdateContainerResources may have
+		// changed since the spec was written
+		stats, _ = c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name)
+	}
+	if !r.GetVerbose() {
+		if k := ct.status.Load(); k != nil && k.spec == spec && k.stats == stats {
+			return k.resp, nil
+		}
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: c.containerStatus(ct)}
+	if spec != nil && spec.Process != nil {
+		st := resp.Status
 		u := spec.Process.User
 		// the process's groups: its primary group, then the supplementary ones
 		lu := &runtimeapi.LinuxContainerUser{Uid: int64(u.UID), Gid: int64(u.GID), SupplementalGroups: []int64{int64(u.GID)}}
@@ -31,30 +45,37 @@ func (c *criService) ContainerStatus(ctx context.Context, r *runtimeapi.Containe
 		st.User = &runtimeapi.ContainerUser{Linux: lu}
 		if spec.Linux != nil {
 			st.Resources = &runtimeapi.ContainerResources{Linux: criResources(spec.Linux.Resources, spec.Process.OOMScoreAdj)}
+			if stats != nil {
+				liveResources(st.Resources.Linux, &stats.Stats)
+			}
 		}
 	}
-	if st.Resources != nil && ct.app.State == schema.AppRunning && ct.app.Pid > 0 {
-		// the limits in force, which UpdateContainerResources may have
-		// changed since the spec was written
-		if s, err := c.rt.AppStats(ctx, ct.sb.ID(), ct.app.App.Name); err == nil {
-			liveResources(st.Resources.Linux, &s.Stats)
-		}
+	if !r.GetVerbose() {
+		ct.status.Store(&keptStatus{spec: spec, stats: stats, resp: resp})
+		return resp, nil
 	}
-	resp := &runtimeapi.ContainerStatusResponse{Status: st}
-	if r.GetVerbose() {
-		info := map[string]any{
-			"sandboxID": ct.sb.ID(),
-			"app":       ct.app.App.Name,
-			"pid":       ct.app.Pid,
-			"signal":    ct.app.Signal,
-			"config":    ct.cfg,
-		}
-		if specErr == nil {
-			info["runtimeSpec"] = spec
-		}
-		resp.Info = map[string]string{"info": toJSON(info)}
+	info := map[string]any{
+		"sandboxID": ct.sb.ID(),
+		"app":       ct.app.App.Name,
+		"pid":       ct.app.Pid,
+		"signal":    ct.app.Signal,
+		"config":    ct.cfg,
 	}
+	if specErr == nil {
+		info["runtimeSpec"] = spec
+	}
+	resp.Info = map[string]string{"info": toJSON(info)}
 	return resp, nil
+}
+
+// keptStatus is a container's ContainerStatus answer (not verbose), kept
+// while its sandbox's status (the container itself), its spec and its
+// stats (the limits in force) are those it was made from. Shared:
+// read-only.
+type keptStatus struct {
+	spec  *specs.Spec
+	stats *stage0.AppStats
+	resp  *runtimeapi.ContainerStatusResponse
 }
 
 // containerState maps an app's state to the CRI's.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,10 @@ type fakeRuntime struct {
 	// sharedStats: AppStats and PodStats return the kept *AppStats, as
 	// stage0 does (not a copy)
 	sharedStats bool
+	// sharedPods: List and Status return the same *PodStatus while the
+	// pod is unchanged, as stage0's view does (not a new copy each time)
+	sharedPods bool
+	shared     map[string]*stage0.PodStatus
 
 	sandboxErr error                                                           // Sandbox fails with it, leaving an exited pod
 	exec       func(ctx context.Context, opts stage0.ExecOptions) (int, error) // nil: exit 0, no output
@@ -205,9 +210,26 @@ func (f *fakeRuntime) List(context.Context) ([]*stage0.PodStatus, error) {
 	defer f.mu.Unlock()
 	var out []*stage0.PodStatus
 	for _, u := range f.order {
-		out = append(out, copyPod(f.pods[u]))
+		out = append(out, f.podStatus(u))
 	}
 	return out, nil
+}
+
+// podStatus returns a copy of a pod's status; with sharedPods, the same
+// copy while the pod is unchanged. f.mu held.
+func (f *fakeRuntime) podStatus(uuid string) *stage0.PodStatus {
+	c := copyPod(f.pods[uuid])
+	if !f.sharedPods {
+		return c
+	}
+	if k := f.shared[uuid]; k != nil && reflect.DeepEqual(k, c) {
+		return k
+	}
+	if f.shared == nil {
+		f.shared = map[string]*stage0.PodStatus{}
+	}
+	f.shared[uuid] = c
+	return c
 }
 
 func (f *fakeRuntime) ListGen(ctx context.Context) ([]*stage0.PodStatus, uint64, error) {
@@ -236,7 +258,7 @@ func (f *fakeRuntime) Status(_ context.Context, prefix string) (*stage0.PodStatu
 	case 0:
 		return nil, fmt.Errorf("pod %q: %w", prefix, stage0.ErrPodNotFound)
 	case 1:
-		return copyPod(f.pods[found[0]]), nil
+		return f.podStatus(found[0]), nil
 	}
 	return nil, fmt.Errorf("pod %q: %w", prefix, stage0.ErrAmbiguousUUID)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -45,6 +46,10 @@ type sandbox struct {
 	cfg   *runtimeapi.PodSandboxConfig
 	attrs *rawAttrs // of its stats items
 	kept  atomic.Pointer[keptStats[runtimeapi.PodSandboxStats]]
+
+	ctrsOnce sync.Once
+	ctrs     []*container
+	ctrsErr  error
 }
 
 // ID returns the sandbox ID.
@@ -62,6 +67,8 @@ type container struct {
 	// attrs is the encoded attributes of its stats items
 	attrs *rawAttrs
 	kept  atomic.Pointer[keptStats[runtimeapi.ContainerStats]]
+	// status is its kept ContainerStatus answer (container_status.go)
+	status atomic.Pointer[keptStatus]
 }
 
 // asSandbox returns the CRI view of a pod; nil for pods that are not CRI
@@ -77,12 +84,16 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 	return &sandbox{pod: ps, cfg: cfg, attrs: &rawAttrs{}}, nil
 }
 
-// containers returns the CRI containers of a sandbox.
+// containers returns the CRI containers of a sandbox, made once per
+// sandbox: shared, read-only.
 func (s *sandbox) containers() ([]*container, error) {
-	return s.containersMatching(func(string) bool { return true })
+	s.ctrsOnce.Do(func() {
+		s.ctrs, s.ctrsErr = s.containersMatching(func(string) bool { return true })
+	})
+	return s.ctrs, s.ctrsErr
 }
 
-// containersMatching returns the CRI containers of a sandbox whose ID
+// containersMatching makes the CRI containers of a sandbox whose ID
 // matches; it decodes the config of those only.
 func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, error) {
 	var out []*container
@@ -103,6 +114,16 @@ func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, 
 	return out, nil
 }
 
+// containersOrMatching returns the sandbox's kept containers, or, when an
+// app's config cannot be decoded, those whose ID matches (an unreadable
+// app does not hide the others).
+func (s *sandbox) containersOrMatching(match func(id string) bool) ([]*container, error) {
+	if ctrs, err := s.containers(); err == nil {
+		return ctrs, nil
+	}
+	return s.containersMatching(match)
+}
+
 // listSandboxes returns every CRI sandbox.
 // The slice and the sandboxes are shared (list_snapshot.go): read-only.
 func (c *criService) listSandboxes(ctx context.Context) ([]*sandbox, error) {
@@ -121,6 +142,14 @@ func (c *criService) getSandbox(ctx context.Context, id string) (*sandbox, error
 	ps, err := c.rt.Status(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("pod sandbox %q: %w", id, err)
+	}
+	// stage0 returns the same status while the pod did not change: the
+	// kept snapshot's sandbox is then this one, with what it keeps (its
+	// containers, their kept answers)
+	if snap := c.snap.Load(); snap != nil {
+		if s := snap.byUUID[ps.UUID]; s != nil && s.pod == ps {
+			return s, nil
+		}
 	}
 	s, err := asSandbox(ps)
 	if err != nil {
@@ -145,12 +174,14 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 			}
 			return nil, err
 		}
-		ctrs, err := s.containersMatching(func(cid string) bool { return cid == id })
+		ctrs, err := s.containersOrMatching(func(cid string) bool { return cid == id })
 		if err != nil {
 			return nil, err
 		}
-		if len(ctrs) == 1 {
-			return ctrs[0], nil
+		for _, ct := range ctrs {
+			if ct.id == id {
+				return ct, nil
+			}
 		}
 		return nil, notFoundf("container %q", id)
 	}
@@ -160,11 +191,15 @@ func (c *criService) getContainer(ctx context.Context, id string) (*container, e
 	}
 	var found []*container
 	for _, s := range sbs {
-		ctrs, err := s.containersMatching(func(cid string) bool { return strings.HasPrefix(cid, id) })
+		ctrs, err := s.containersOrMatching(func(cid string) bool { return strings.HasPrefix(cid, id) })
 		if err != nil {
 			return nil, err
 		}
-		found = append(found, ctrs...)
+		for _, ct := range ctrs {
+			if strings.HasPrefix(ct.id, id) {
+				found = append(found, ct)
+			}
+		}
 	}
 	switch len(found) {
 	case 0:

@@ -13,8 +13,9 @@ import (
 // (the kubelet relists every second; at 500 pods, translating the pods
 // again was most of a call). Everything in it is shared: read-only.
 type listSnapshot struct {
-	gen uint64 // 0: not kept
-	sbs []*sandbox
+	gen    uint64 // 0: not kept
+	sbs    []*sandbox
+	byUUID map[string]*sandbox
 
 	sandboxesOnce sync.Once
 	sandboxes     []*runtimeapi.PodSandbox // unfiltered ListPodSandbox items
@@ -40,7 +41,7 @@ func (c *criService) snapshot(ctx context.Context) (*listSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &listSnapshot{gen: gen}
+	s := &listSnapshot{gen: gen, byUUID: make(map[string]*sandbox, len(pods))}
 	for _, p := range pods {
 		sb, err := asSandbox(p)
 		if err != nil {
@@ -49,6 +50,7 @@ func (c *criService) snapshot(ctx context.Context) (*listSnapshot, error) {
 		}
 		if sb != nil {
 			s.sbs = append(s.sbs, sb)
+			s.byUUID[sb.ID()] = sb
 		}
 	}
 	if gen != 0 {

@@ -61,6 +61,9 @@ func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string,
 	if err := writeJSON(dir.Spec(), spec, fileperm.Private, durable); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}
+	if r.view != nil {
+		r.view.keepSpec(p.uuid, name, spec, dir.Spec())
+	}
 	return nil
 }
 

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -222,29 +224,50 @@ func (r *Runtime) manifest(uuid string) (*schema.PodManifest, error) {
 }
 
 func (r *Runtime) appSpec(uuid, app string) (*specs.Spec, error) {
+	if r.view != nil {
+		// a pod the view knows: where it is, and whether its spec is
+		// the one kept, the view says
+		if full, err := r.view.resolve(uuid); err == nil && full != "" {
+			return r.view.appSpec(full, app, func() (*specs.Spec, fileID, error) {
+				p, err := r.findPod(full)
+				if err != nil {
+					return nil, fileID{}, err
+				}
+				return readAppSpec(p, app)
+			})
+		}
+	}
 	p, err := r.findPod(uuid)
 	if err != nil {
 		return nil, err
 	}
-	if r.view != nil {
-		return r.view.appSpec(p.uuid, app, func() (*specs.Spec, error) { return readAppSpec(p, app) })
-	}
-	return readAppSpec(p, app)
+	s, _, err := readAppSpec(p, app)
+	return s, err
 }
 
-// readAppSpec reads the runtime spec of an app from its directory.
-func readAppSpec(p *pod, app string) (*specs.Spec, error) {
+// readAppSpec reads the runtime spec of an app from its directory, and
+// the identity of the file it read.
+func readAppSpec(p *pod, app string) (*specs.Spec, fileID, error) {
 	app, err := findApp(p, app)
 	if err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
-	b, err := os.ReadFile(p.appDir(app).Spec())
+	f, err := os.Open(p.appDir(app).Spec())
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
+		return nil, fileID{}, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fileID{}, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("cannot read the runtime spec of app %q: %w", app, err)
 	}
 	var s specs.Spec
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("cannot parse the runtime spec of app %q: %w", app, err)
+		return nil, fileID{}, fmt.Errorf("cannot parse the runtime spec of app %q: %w", app, err)
 	}
-	return &s, nil
+	return &s, fileIDOf(&st), nil
 }

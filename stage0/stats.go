@@ -1,7 +1,7 @@
 package stage0
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,26 +133,53 @@ func (s *AppStats) add(o *cgstats.Stats) {
 }
 
 // netDev reads the interface counters of the network namespace of pid
-// from /proc/<pid>/net/dev, loopback excluded.
+// from /proc/<pid>/net/dev, loopback excluded. It is read for every pod
+// by the background refresh: parsed in place (a Scanner and the fields of
+// each line were most of a pod's refresh allocations).
 func netDev(pid int) []InterfaceStats {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/net/dev", pid))
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/dev")
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	return parseNetDev(b)
+}
+
+// parseNetDev parses a /proc/<pid>/net/dev file, loopback excluded.
+func parseNetDev(b []byte) []InterfaceStats {
 	var out []InterfaceStats
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		fl := strings.Fields(rest)
-		name = strings.TrimSpace(name)
-		if !ok || name == "lo" || len(fl) < 16 {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		name = bytes.TrimSpace(name)
+		if !ok || string(name) == "lo" {
 			continue
 		}
-		n := func(i int) uint64 { v, _ := strconv.ParseUint(fl[i], 10, 64); return v }
-		out = append(out, InterfaceStats{Name: name,
-			RxBytes: n(0), RxPackets: n(1), RxErrors: n(2), RxDropped: n(3),
-			TxBytes: n(8), TxPackets: n(9), TxErrors: n(10), TxDropped: n(11)})
+		var n [16]uint64
+		f := 0
+		for f < len(n) {
+			rest = bytes.TrimLeft(rest, " ")
+			if len(rest) == 0 {
+				break
+			}
+			end := bytes.IndexByte(rest, ' ')
+			if end < 0 {
+				end = len(rest)
+			}
+			n[f], _ = strconv.ParseUint(string(rest[:end]), 10, 64)
+			rest = rest[end:]
+			f++
+		}
+		if f < len(n) {
+			continue
+		}
+		out = append(out, InterfaceStats{Name: string(name),
+			RxBytes: n[0], RxPackets: n[1], RxErrors: n[2], RxDropped: n[3],
+			TxBytes: n[8], TxPackets: n[9], TxErrors: n[10], TxDropped: n[11]})
 	}
 	return out
 }

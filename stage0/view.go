@@ -13,6 +13,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // The view is the in-memory state of the pods of a long-lived Runtime
@@ -70,11 +72,45 @@ type podView struct {
 }
 
 type viewEntry struct {
-	st       *PodStatus // nil: read it from disk on next use
-	gen      uint64     // bumped by every invalidation
-	pidfd    int        // of the running supervisor; -1 for none
-	specs    map[string]*specs.Spec
-	uncached bool // not watched: always read from disk
+	st       *PodStatus           // nil: read it from disk on next use
+	gen      uint64               // bumped by every invalidation
+	pidfd    int                  // of the running supervisor; -1 for none
+	specs    map[string]*keptSpec // by app name; kept across invalidations
+	uncached bool                 // not watched: always read from disk
+}
+
+// keptSpec is an app's runtime spec and the identity of the file it was
+// read from. The spec is written when the app is made (and again by
+// UpdateAppResources), while the pod changes all the time (an app starts,
+// exits, its supervisor goes lean): after a change of the pod, one stat of
+// the file tells whether the spec is still the same (reading and parsing
+// it again, with the pod manifest to find the app, took ~0.3 ms).
+type keptSpec struct {
+	spec *specs.Spec
+	file fileID
+	gen  uint64 // the entry's generation it was last known current at
+}
+
+// fileID identifies the content of a file written atomically (a new inode
+// each time) or in place (a new size or modification time).
+type fileID struct {
+	dev, ino, size uint64
+	mtime, ctime   int64
+}
+
+// fileIDOf returns the identity of a file from its stat.
+func fileIDOf(st *unix.Stat_t) fileID {
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size),
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// statFileID returns the identity of the file at path.
+func statFileID(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileIDOf(&st), nil
 }
 
 // newPodView starts watching the pod state directories of r.
@@ -244,7 +280,7 @@ func (v *podView) invalidateLocked(uuid string, add bool) {
 		v.pods[uuid] = e
 	}
 	e.gen++
-	e.st, e.specs = nil, nil
+	e.st = nil // the specs are checked against their files on next use
 	v.gen.Add(1)
 }
 
@@ -431,6 +467,11 @@ func (v *podView) statusKept(uuid string) (st *PodStatus, kept bool, err error) 
 		v.pidfds[pidfd] = uuid
 	}
 	e.st = st
+	for app := range e.specs { // of apps removed since
+		if findAppStatus(st, app) == nil {
+			delete(e.specs, app)
+		}
+	}
 	return st, true, nil
 }
 
@@ -524,30 +565,71 @@ func stateOrder(dir string) int {
 	return len(podStateDirs)
 }
 
-// appSpec returns an app's runtime spec, kept until the pod changes.
-func (v *podView) appSpec(uuid, app string, read func() (*specs.Spec, error)) (*specs.Spec, error) {
+// keepSpec keeps the spec stage0 just wrote to path for an app (the first
+// ContainerStatus of a new container then reads nothing); checked against
+// its file on first use like any kept spec.
+func (v *podView) keepSpec(uuid, app string, s *specs.Spec, path string) {
+	id, err := statFileID(path)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e := v.pods[uuid]
+	if e == nil {
+		e = &viewEntry{pidfd: -1}
+		v.pods[uuid] = e
+	}
+	if e.specs == nil {
+		e.specs = map[string]*keptSpec{}
+	}
+	e.specs[app] = &keptSpec{spec: s, file: id, gen: ^uint64(0)}
+}
+
+// appSpec returns an app's runtime spec, kept while the pod does not change
+// and, after it changed, while the spec's file is the same. read reads the
+// spec (and the identity of the file it read) from disk.
+func (v *podView) appSpec(uuid, app string, read func() (*specs.Spec, fileID, error)) (*specs.Spec, error) {
 	v.mu.Lock()
 	e := v.pods[uuid]
-	var gen uint64
-	if e != nil {
-		if s := e.specs[app]; s != nil && e.st != nil {
-			v.mu.Unlock()
-			return s, nil
-		}
-		gen = e.gen
-	}
-	v.mu.Unlock()
-	s, err := read()
-	if err != nil || e == nil {
+	if e == nil {
+		v.mu.Unlock()
+		s, _, err := read()
 		return s, err
 	}
-	v.mu.Lock()
-	if e.gen == gen && e.st != nil && !e.uncached {
-		if e.specs == nil {
-			e.specs = map[string]*specs.Spec{}
-		}
-		e.specs[app] = s
-	}
+	gen, st, k := e.gen, e.st, e.specs[app]
+	current := k != nil && k.gen == gen
 	v.mu.Unlock()
+	if k != nil && st != nil {
+		if current {
+			return k.spec, nil
+		}
+		// the pod changed: is the spec still the one in its file?
+		if app != "" {
+			if id, err := statFileID(schema.PodDir(st.Dir).App(app).Spec()); err == nil && id == k.file {
+				v.mu.Lock()
+				if e.gen == gen && e.specs[app] == k {
+					k.gen = gen
+				}
+				v.mu.Unlock()
+				return k.spec, nil
+			}
+		}
+	}
+	s, id, err := read()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		if e.specs[app] == k {
+			delete(e.specs, app)
+		}
+		return nil, err
+	}
+	if e.gen == gen && e.st != nil && !e.uncached && v.pods[uuid] == e {
+		if e.specs == nil {
+			e.specs = map[string]*keptSpec{}
+		}
+		e.specs[app] = &keptSpec{spec: s, file: id, gen: gen}
+	}
 	return s, nil
 }

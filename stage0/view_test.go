@@ -2,12 +2,15 @@ package stage0
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -230,4 +233,96 @@ func TestViewListDuringScan(t *testing.T) {
 	close(release)
 	l := <-first
 	check("the first list", l.pods, l.err)
+}
+
+// TestViewAppSpec: an app's spec is read once and kept across changes of
+// its pod while its file is the same; a new file is read again.
+func TestViewAppSpec(t *testing.T) {
+	rt, err := New(Config{DataDir: t.TempDir(), Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	ctx := context.Background()
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the events of Prepare's own writes may still come: kept once they did
+	waitView(t, "a kept list", func() bool { _, g, err := rt.ListGen(ctx); return err == nil && g != 0 })
+	status := func() *PodStatus {
+		t.Helper()
+		ps, err := rt.Status(ctx, uuid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	spec := func() *specs.Spec {
+		t.Helper()
+		s, err := rt.AppSpec(uuid, "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ps := status()
+	// stage0 writes it when it runs the pod: here, by hand (atomically, as stage0 does)
+	path := schema.PodDir(ps.Dir).App("app").Spec()
+	writeSpec := func(hostname string) {
+		t.Helper()
+		b, err := json.Marshal(&specs.Spec{Version: specs.Version, Hostname: hostname})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the events of a write come soon after it: settled when the
+	// generation stays for a while
+	settle := func() {
+		for g := rt.Generation(); ; g = rt.Generation() {
+			time.Sleep(100 * time.Millisecond)
+			if rt.Generation() == g {
+				return
+			}
+		}
+	}
+	writeSpec("first")
+	settle()
+	ps = status()
+	first := spec()
+	if again := spec(); again != first {
+		t.Fatal("the spec was read again with no change")
+	}
+
+	rt.changed(uuid) // the pod changed, not its spec
+	if ps2 := status(); ps2 == ps {
+		t.Fatal("the status was not read again after a change")
+	}
+	if again := spec(); again != first {
+		t.Fatal("the spec was read again after a change of its pod only")
+	}
+
+	writeSpec("changed")
+	waitView(t, "a new spec", func() bool { status(); return spec().Hostname == "changed" })
+	if again := spec(); again.Hostname != "changed" {
+		t.Fatalf("spec hostname %q after the change; want changed", again.Hostname)
+	}
+	// the spec stage0 writes is kept as written
+	writeSpec("written")
+	settle()
+	written := &specs.Spec{Version: specs.Version, Hostname: "written"}
+	rt.view.keepSpec(uuid, "app", written, path)
+	status()
+	if again := spec(); again != written {
+		t.Fatalf("spec %q after keepSpec; want the spec kept", again.Hostname)
+	}
+	if _, err := rt.AppSpec(uuid, "nope"); !errors.Is(err, ErrAppNotFound) {
+		t.Fatalf("AppSpec of a missing app: %v; want ErrAppNotFound", err)
+	}
 }

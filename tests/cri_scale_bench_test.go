@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -87,21 +88,30 @@ func BenchmarkCRIScale(b *testing.B) {
 		}
 
 		var lat latencies
-		queries := []string{"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
-			"ContainerStats", "PodSandboxStats", "ListContainerStats", "ListPodSandboxStats"}
+		queries := []string{"ListPodSandbox", "ListContainers", "decode-ListPodSandbox", "decode-ListContainers",
+			"PodSandboxStatus", "ContainerStatus", "ContainerStats", "PodSandboxStats", "ListContainerStats", "ListPodSandboxStats"}
+		// "decode-List*" is this client decoding the answer it got again,
+		// with no server, right after each round's calls: the lower bound
+		// of the call (the client's GCs and the machine's load included)
+		var podsWire, ctrsWire []byte
 		rounds := benchRounds(b)
 		for round := 1; round <= rounds; round++ {
 			lat = latencies{}
 			for i := 0; i < 200; i++ {
 				p, ct := pods[i%len(pods)], ctrs[i%len(ctrs)]
-				must(b, "ListPodSandbox", lat.time("ListPodSandbox", func() error {
-					_, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+				var lp *runtimeapi.ListPodSandboxResponse
+				var lc *runtimeapi.ListContainersResponse
+				must(b, "ListPodSandbox", lat.time("ListPodSandbox", func() (err error) {
+					lp, err = c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 					return err
 				}))
-				must(b, "ListContainers", lat.time("ListContainers", func() error {
-					_, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+				must(b, "ListContainers", lat.time("ListContainers", func() (err error) {
+					lc, err = c.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 					return err
 				}))
+				if podsWire == nil {
+					podsWire, ctrsWire = mustMarshal(b, lp), mustMarshal(b, lc)
+				}
 				must(b, "PodSandboxStatus", lat.time("PodSandboxStatus", func() error {
 					_, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p})
 					return err
@@ -128,6 +138,16 @@ func BenchmarkCRIScale(b *testing.B) {
 						return err
 					}))
 				}
+			}
+			// then the same number of decodes alone (not between the
+			// calls: their garbage would be collected during the calls)
+			for i := 0; i < 200; i++ {
+				must(b, "decode-ListPodSandbox", lat.time("decode-ListPodSandbox", func() error {
+					return proto.Unmarshal(podsWire, &runtimeapi.ListPodSandboxResponse{})
+				}))
+				must(b, "decode-ListContainers", lat.time("decode-ListContainers", func() error {
+					return proto.Unmarshal(ctrsWire, &runtimeapi.ListContainersResponse{})
+				}))
 			}
 			if rounds > 1 {
 				lat.report(b, fmt.Sprintf("at %d running pods, round %d of %d", n, round, rounds), queries)
@@ -156,6 +176,14 @@ func BenchmarkCRIScale(b *testing.B) {
 		lat.report(b, fmt.Sprintf("at %d running pods", n), append(queries,
 			"StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox"))
 	}
+}
+
+func mustMarshal(b *testing.B, m proto.Message) []byte {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }
 
 // removePodsParallel stops and removes pods, four at a time (cleanup).

@@ -4,12 +4,15 @@
 package cgstats
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,21 +70,37 @@ type PSIData struct {
 
 // V2 reports whether the unified hierarchy is the only one.
 func V2() bool {
-	_, err := os.Stat(filepath.Join(Root, "cgroup.controllers"))
-	return err == nil
+	v2Mu.Lock()
+	defer v2Mu.Unlock()
+	if v2Root != Root {
+		_, err := os.Stat(filepath.Join(Root, "cgroup.controllers"))
+		v2Root, v2 = Root, err == nil
+	}
+	return v2
 }
+
+// V2's answer for v2Root (the hierarchies do not change while running).
+var (
+	v2Mu   sync.Mutex
+	v2Root string
+	v2     bool
+)
 
 // Read collects the stats of the cgroup at path (absolute, as in an OCI
 // spec's cgroupsPath, the same in every hierarchy).
 func Read(path string) (*Stats, error) {
-	return read(&reader{s: &Stats{}, v2: V2(), path: path})
+	r := newReader()
+	defer r.release()
+	r.path = path
+	return read(r)
 }
 
 // ReadPid collects the stats of the cgroups process pid is in, as
 // /proc/<pid>/cgroup names them (whatever the cgroup driver).
 func ReadPid(pid int) (*Stats, error) {
-	r := &reader{s: &Stats{}, v2: V2()}
-	b, err := r.readFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	r := newReader()
+	defer r.release()
+	b, err := r.readFile(procPath(pid, "cgroup"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the cgroups of pid %d: %w", pid, err)
 	}
@@ -133,6 +152,25 @@ type reader struct {
 	paths map[string]string // per controller, from /proc/<pid>/cgroup
 	err   error
 	buf   []byte // of readFile
+	name  []byte // of the file names opened, NUL-terminated
+}
+
+// Reading the stats of 500 pods and their apps every few seconds was most
+// of what the kubelet-service allocated (so most of its GCs, which the
+// calls served meanwhile wait on): readers are reused, and the files are
+// opened and parsed without allocating.
+var readers = sync.Pool{New: func() any { return &reader{buf: make([]byte, 4096), name: make([]byte, 0, 256)} }}
+
+func newReader() *reader {
+	r := readers.Get().(*reader)
+	r.s, r.v2 = &Stats{}, V2()
+	return r
+}
+
+// release returns r to the pool; what it read is no longer its own.
+func (r *reader) release() {
+	r.s, r.path, r.paths, r.err = nil, "", nil, nil
+	readers.Put(r)
 }
 
 // readFile reads a small kernel file with plain system calls into r's
@@ -140,17 +178,20 @@ type reader struct {
 // to the Go poller (fcntl, epoll_ctl: refused), a third of the work of
 // reading the stats of 500 pods.
 func (r *reader) readFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	r.name = append(append(r.name[:0], path...), 0)
+	return r.readName()
+}
+
+// readName is readFile of the NUL-terminated name in r.name.
+func (r *reader) readName() ([]byte, error) {
+	fd, err := r.open()
 	for err == unix.EINTR {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err = r.open()
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: r.pathName(), Err: err}
 	}
 	defer unix.Close(fd)
-	if r.buf == nil {
-		r.buf = make([]byte, 4096)
-	}
 	n := 0
 	for {
 		if n == len(r.buf) {
@@ -161,7 +202,7 @@ func (r *reader) readFile(path string) ([]byte, error) {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+			return nil, &os.PathError{Op: "read", Path: r.pathName(), Err: err}
 		case m == 0:
 			return r.buf[:n], nil
 		}
@@ -169,58 +210,131 @@ func (r *reader) readFile(path string) ([]byte, error) {
 	}
 }
 
-// lines calls f with the fields of each line of a file.
-func (r *reader) lines(path string, f func(fields []string)) error {
-	b, err := r.readFile(path)
-	if err != nil {
-		return err
+// open opens r.name read-only (unix.Open would copy the name to add the
+// NUL that r.name has).
+func (r *reader) open() (int, error) {
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&r.name[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if errno != 0 {
+		return -1, errno
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if fl := strings.Fields(l); len(fl) > 0 {
-			f(fl)
-		}
-	}
-	return nil
+	return int(fd), nil
 }
 
-func (r *reader) file(ctrl, name string) string {
+// atFDCWD is unix.AT_FDCWD, a negative constant, as a variable (to make
+// it a uintptr system call argument).
+var atFDCWD = unix.AT_FDCWD
+
+// pathName is r.name without its NUL (for errors).
+func (r *reader) pathName() string { return string(r.name[:len(r.name)-1]) }
+
+// setName sets r.name to the path of a file of the cgroup, NUL-terminated.
+func (r *reader) setName(ctrl, name string) {
 	p := r.path
 	if q, ok := r.paths[ctrl]; ok && !r.v2 {
 		p = q
 	}
-	if r.v2 {
-		return filepath.Join(Root, p, name)
+	b := append(r.name[:0], Root...)
+	if !r.v2 {
+		b = append(append(b, '/'), ctrl...)
 	}
-	return filepath.Join(Root, ctrl, p, name)
+	if p != "" && p != "/" {
+		if p[0] != '/' {
+			b = append(b, '/')
+		}
+		b = append(b, strings.TrimSuffix(p, "/")...)
+	}
+	r.name = append(append(append(b, '/'), name...), 0)
+}
+
+// procPath is the path of a file of /proc/<pid>.
+func procPath(pid int, name string) string {
+	return "/proc/" + strconv.Itoa(pid) + "/" + name
+}
+
+// readCgroupFile reads a file of the cgroup.
+func (r *reader) readCgroupFile(ctrl, name string) ([]byte, error) {
+	r.setName(ctrl, name)
+	return r.readName()
+}
+
+// eachLine calls f with each non-empty line of b, its fields split on
+// white space into fl (at most len(fl) of them; the rest in the last).
+func eachLine(b []byte, fl [][]byte, f func(fl [][]byte)) {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		n := 0
+		for n < len(fl) {
+			line = bytes.TrimLeft(line, " \t")
+			if len(line) == 0 {
+				break
+			}
+			end := bytes.IndexAny(line, " \t")
+			if end < 0 || n == len(fl)-1 {
+				end = len(line)
+			}
+			fl[n], line = bytes.TrimRight(line[:end], " \t"), line[end:]
+			n++
+		}
+		if n > 0 {
+			f(fl[:n])
+		}
+	}
+}
+
+// parseUint is strconv.ParseUint of decimal bytes; 0 when it is not one.
+func parseUint(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
 }
 
 // uint reads a one-number file; "max" is 0.
 func (r *reader) uint(ctrl, name string) uint64 {
-	b, err := r.readFile(r.file(ctrl, name))
+	b, err := r.readCgroupFile(ctrl, name)
 	if err != nil {
 		r.missing(name, err)
 		return 0
 	}
-	v := strings.TrimSpace(string(b))
-	if v == "max" {
+	v := bytes.TrimSpace(b)
+	if string(v) == "max" {
 		return 0
 	}
-	n, _ := strconv.ParseUint(v, 10, 64)
+	n, _ := strconv.ParseUint(string(v), 10, 64)
 	return n
 }
 
-// kv reads a "key value" file.
-func (r *reader) kv(ctrl, name string) map[string]uint64 {
-	out := map[string]uint64{}
-	err := r.lines(r.file(ctrl, name), func(fl []string) {
-		if len(fl) == 2 {
-			out[fl[0]], _ = strconv.ParseUint(fl[1], 10, 64)
-		}
-	})
+// kv reads the values of keys in a "key value" file: v[i] is that of
+// keys[i] (0 when missing); ok[i] tells whether it was there.
+func (r *reader) kv(ctrl, name string, keys ...string) (v [16]uint64, ok [16]bool) {
+	b, err := r.readCgroupFile(ctrl, name)
 	if err != nil {
 		r.missing(name, err)
+		return v, ok
 	}
-	return out
+	var fl [2][]byte
+	eachLine(b, fl[:], func(fl [][]byte) {
+		if len(fl) != 2 {
+			return
+		}
+		for i, k := range keys {
+			if string(fl[0]) == k {
+				v[i], ok[i] = parseUint(fl[1]), true
+				return
+			}
+		}
+	})
+	return v, ok
 }
 
 func (r *reader) missing(name string, err error) {
@@ -230,17 +344,31 @@ func (r *reader) missing(name string, err error) {
 	}
 }
 
+// words returns the number of white-space separated words of b.
+func words(b []byte) uint64 {
+	n, in := uint64(0), false
+	for _, c := range b {
+		space := c == ' ' || c == '\n' || c == '\t'
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
+
 func (r *reader) pids(ctrl string) {
-	b, err := r.readFile(r.file(ctrl, "cgroup.procs"))
+	b, err := r.readCgroupFile(ctrl, "cgroup.procs")
 	if err != nil {
 		r.err = fmt.Errorf("cannot read the processes of cgroup %s: %w", r.path, err)
 		return
 	}
-	for _, l := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(l); err == nil {
+	var fl [1][]byte
+	eachLine(b, fl[:], func(fl [][]byte) {
+		if p, err := strconv.Atoi(string(fl[0])); err == nil {
 			r.s.Pids = append(r.s.Pids, p)
 		}
-	}
+	})
 }
 
 const userHZ = 100 // USER_HZ of cpuacct.stat ticks
@@ -249,14 +377,14 @@ func (r *reader) readV1() {
 	s := r.s
 	r.pids("pids")
 	s.CPUUsageNanos = r.uint("cpuacct", "cpuacct.usage")
-	st := r.kv("cpuacct", "cpuacct.stat")
-	s.CPUUserNanos, s.CPUSystemNanos = st["user"]*1e9/userHZ, st["system"]*1e9/userHZ
-	cs := r.kv("cpu", "cpu.stat")
-	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs["nr_periods"], cs["nr_throttled"], cs["throttled_time"]
+	st, _ := r.kv("cpuacct", "cpuacct.stat", "user", "system")
+	s.CPUUserNanos, s.CPUSystemNanos = st[0]*1e9/userHZ, st[1]*1e9/userHZ
+	cs, _ := r.kv("cpu", "cpu.stat", "nr_periods", "nr_throttled", "throttled_time")
+	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs[0], cs[1], cs[2]
 	s.CPUPeriodMicros = r.uint("cpu", "cpu.cfs_period_us")
 	s.CPUShares = r.uint("cpu", "cpu.shares")
-	if b, err := r.readFile(r.file("cpu", "cpu.cfs_quota_us")); err == nil {
-		s.CPUQuotaMicros, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if b, err := r.readCgroupFile("cpu", "cpu.cfs_quota_us"); err == nil {
+		s.CPUQuotaMicros, _ = strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 	}
 	s.MemoryUsage = r.uint("memory", "memory.usage_in_bytes")
 	s.MemoryMaxUsage = r.uint("memory", "memory.max_usage_in_bytes")
@@ -265,23 +393,26 @@ func (r *reader) readV1() {
 	s.MemoryLimit = r.uint("memory", "memory.limit_in_bytes")
 	s.MemorySwapLimit = r.uint("memory", "memory.memsw.limit_in_bytes")
 	s.MemoryReservation = r.uint("memory", "memory.soft_limit_in_bytes")
-	ms := r.kv("memory", "memory.stat")
 	// The total_ figures include child cgroups (a pod's apps), as cAdvisor
 	// reads them; a leaf's are its own.
-	total := func(k string) uint64 {
-		if v, ok := ms["total_"+k]; ok {
-			return v
+	ms, has := r.kv("memory", "memory.stat",
+		"total_cache", "cache", "total_rss", "rss", "total_mapped_file", "mapped_file", "total_swap", "swap",
+		"total_pgfault", "pgfault", "total_pgmajfault", "pgmajfault", "total_inactive_file")
+	total := func(i int) uint64 { // i: the total_ key, i+1 the leaf's
+		if has[i] {
+			return ms[i]
 		}
-		return ms[k]
+		return ms[i+1]
 	}
-	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = total("cache"), total("rss"), total("mapped_file"), total("swap")
-	s.MemoryPgFault, s.MemoryPgMajFault = total("pgfault"), total("pgmajfault")
-	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["total_inactive_file"])
-	s.OOMKills = r.kv("memory", "memory.oom_control")["oom_kill"]
+	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile, s.MemorySwap = total(0), total(2), total(4), total(6)
+	s.MemoryPgFault, s.MemoryPgMajFault = total(8), total(10)
+	s.MemoryWorkingSet = sub(s.MemoryUsage, ms[12])
+	oom, _ := r.kv("memory", "memory.oom_control", "oom_kill")
+	s.OOMKills = oom[0]
 	s.Processes = r.uint("pids", "pids.current")
 	s.ThreadsMax = r.uint("pids", "pids.max")
-	if b, err := r.readFile(r.file("pids", "tasks")); err == nil {
-		s.Threads = uint64(len(strings.Fields(string(b))))
+	if b, err := r.readCgroupFile("pids", "tasks"); err == nil {
+		s.Threads = words(b)
 	}
 	s.BlkioBytes = r.blkio("blkio.throttle.io_service_bytes")
 	s.BlkioOps = r.blkio("blkio.throttle.io_serviced")
@@ -290,17 +421,19 @@ func (r *reader) readV1() {
 func (r *reader) readV2() {
 	s := r.s
 	r.pids("")
-	cs := r.kv("", "cpu.stat")
-	s.CPUUsageNanos, s.CPUUserNanos, s.CPUSystemNanos = cs["usage_usec"]*1000, cs["user_usec"]*1000, cs["system_usec"]*1000
-	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs["nr_periods"], cs["nr_throttled"], cs["throttled_usec"]*1000
-	if b, err := r.readFile(r.file("", "cpu.max")); err == nil {
-		fl := strings.Fields(string(b))
-		if len(fl) == 2 {
-			s.CPUPeriodMicros, _ = strconv.ParseUint(fl[1], 10, 64)
-			if fl[0] != "max" {
-				s.CPUQuotaMicros, _ = strconv.ParseInt(fl[0], 10, 64)
+	cs, _ := r.kv("", "cpu.stat", "usage_usec", "user_usec", "system_usec", "nr_periods", "nr_throttled", "throttled_usec")
+	s.CPUUsageNanos, s.CPUUserNanos, s.CPUSystemNanos = cs[0]*1000, cs[1]*1000, cs[2]*1000
+	s.CFSPeriods, s.CFSThrottledPeriods, s.CFSThrottledNanos = cs[3], cs[4], cs[5]*1000
+	if b, err := r.readCgroupFile("", "cpu.max"); err == nil {
+		var fl [2][]byte
+		eachLine(b, fl[:], func(fl [][]byte) {
+			if len(fl) == 2 {
+				s.CPUPeriodMicros, _ = strconv.ParseUint(string(fl[1]), 10, 64)
+				if string(fl[0]) != "max" {
+					s.CPUQuotaMicros, _ = strconv.ParseInt(string(fl[0]), 10, 64)
+				}
 			}
-		}
+		})
 	}
 	// cpu.weight (1..10000) back to shares (2..262144), as runc converts
 	if w := r.uint("", "cpu.weight"); w > 0 {
@@ -311,18 +444,18 @@ func (r *reader) readV2() {
 	s.MemoryLimit = r.uint("", "memory.max")
 	s.MemorySwapLimit = r.uint("", "memory.swap.max")
 	s.MemorySwap = r.uint("", "memory.swap.current")
-	ms := r.kv("", "memory.stat")
-	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile = ms["file"], ms["anon"], ms["file_mapped"]
-	s.MemoryKernel = ms["kernel"]
-	s.MemoryPgFault, s.MemoryPgMajFault = ms["pgfault"], ms["pgmajfault"]
-	s.MemoryWorkingSet = sub(s.MemoryUsage, ms["inactive_file"])
-	ev := r.kv("", "memory.events")
-	s.MemoryFailcnt, s.OOMKills, s.MemoryHighEvents = ev["max"], ev["oom_kill"], ev["high"]
+	ms, _ := r.kv("", "memory.stat", "file", "anon", "file_mapped", "kernel", "pgfault", "pgmajfault", "inactive_file")
+	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile = ms[0], ms[1], ms[2]
+	s.MemoryKernel = ms[3]
+	s.MemoryPgFault, s.MemoryPgMajFault = ms[4], ms[5]
+	s.MemoryWorkingSet = sub(s.MemoryUsage, ms[6])
+	ev, _ := r.kv("", "memory.events", "max", "oom_kill", "high")
+	s.MemoryFailcnt, s.OOMKills, s.MemoryHighEvents = ev[0], ev[1], ev[2]
 	s.MemoryReservation = r.uint("", "memory.low")
 	s.Processes = r.uint("", "pids.current")
 	s.ThreadsMax = r.uint("", "pids.max")
-	if b, err := r.readFile(r.file("", "cgroup.threads")); err == nil {
-		s.Threads = uint64(len(strings.Fields(string(b))))
+	if b, err := r.readCgroupFile("", "cgroup.threads"); err == nil {
+		s.Threads = words(b)
 	}
 }
 
@@ -330,53 +463,60 @@ func (r *reader) readV2() {
 // when it is missing (no PSI in the kernel, or no unified hierarchy).
 func (r *reader) psi(name string) *PSI {
 	p := r.path
-	dir := Root
+	root := Root
 	if !r.v2 {
-		dir = filepath.Join(Root, "unified")
+		root += "/unified"
 		if q, ok := r.paths[""]; ok {
 			p = q
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, p, name))
+	b := append(r.name[:0], root...)
+	if p != "" && p != "/" {
+		if p[0] != '/' {
+			b = append(b, '/')
+		}
+		b = append(b, strings.TrimSuffix(p, "/")...)
+	}
+	r.name = append(append(append(b, '/'), name...), 0)
+	data, err := r.readName()
 	if err != nil {
 		return nil
 	}
-	return parsePSI(string(b))
+	return parsePSIBytes(data)
 }
 
 // parsePSI parses "some avg10=0.00 avg60=0.00 avg300=0.00 total=0" lines
 // (and "full ..."); nil if there is no "some" line.
-func parsePSI(s string) *PSI {
+func parsePSI(s string) *PSI { return parsePSIBytes([]byte(s)) }
+
+func parsePSIBytes(b []byte) *PSI {
 	var out PSI
 	some := false
-	for _, line := range strings.Split(s, "\n") {
-		fl := strings.Fields(line)
-		if len(fl) == 0 {
-			continue
-		}
+	var fl [5][]byte
+	eachLine(b, fl[:], func(fl [][]byte) {
 		var d *PSIData
-		switch fl[0] {
+		switch string(fl[0]) {
 		case "some":
 			d, some = &out.Some, true
 		case "full":
 			d = &out.Full
 		default:
-			continue
+			return
 		}
 		for _, kv := range fl[1:] {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
+			k, v, _ := bytes.Cut(kv, []byte("="))
+			switch string(k) {
 			case "avg10":
-				d.Avg10, _ = strconv.ParseFloat(v, 64)
+				d.Avg10, _ = strconv.ParseFloat(string(v), 64)
 			case "avg60":
-				d.Avg60, _ = strconv.ParseFloat(v, 64)
+				d.Avg60, _ = strconv.ParseFloat(string(v), 64)
 			case "avg300":
-				d.Avg300, _ = strconv.ParseFloat(v, 64)
+				d.Avg300, _ = strconv.ParseFloat(string(v), 64)
 			case "total":
-				d.Total, _ = strconv.ParseUint(v, 10, 64)
+				d.Total, _ = strconv.ParseUint(string(v), 10, 64)
 			}
 		}
-	}
+	})
 	if !some {
 		return nil
 	}
@@ -385,34 +525,47 @@ func parsePSI(s string) *PSI {
 
 // blkio parses a v1 "maj:min Op N" file.
 func (r *reader) blkio(name string) map[string]map[string]uint64 {
-	out := map[string]map[string]uint64{}
-	err := r.lines(r.file("blkio", name), func(fl []string) {
-		if len(fl) != 3 || (fl[1] != "Read" && fl[1] != "Write") {
-			return
-		}
-		n, _ := strconv.ParseUint(fl[2], 10, 64)
-		if out[fl[0]] == nil {
-			out[fl[0]] = map[string]uint64{}
-		}
-		out[fl[0]][fl[1]] += n
-	})
+	b, err := r.readCgroupFile("blkio", name)
 	if err != nil {
 		return nil
 	}
+	out := map[string]map[string]uint64{}
+	var fl [3][]byte
+	eachLine(b, fl[:], func(fl [][]byte) {
+		if len(fl) != 3 || (string(fl[1]) != "Read" && string(fl[1]) != "Write") {
+			return
+		}
+		n := parseUint(fl[2])
+		dev := out[string(fl[0])]
+		if dev == nil {
+			dev = map[string]uint64{}
+			out[string(fl[0])] = dev
+		}
+		if string(fl[1]) == "Read" {
+			dev["Read"] += n
+		} else {
+			dev["Write"] += n
+		}
+	})
 	return out
 }
 
 // readProcs counts the open file descriptors and sockets of the cgroup's
 // processes.
 func (r *reader) readProcs() {
+	link := make([]byte, 64)
 	for _, pid := range r.s.Pids {
-		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		dir := procPath(pid, "fd")
+		fds, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, fd := range fds {
 			r.s.FileDescriptors++
-			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			r.name = append(append(append(append(r.name[:0], dir...), '/'), fd.Name()...), 0)
+			n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&r.name[0])),
+				uintptr(unsafe.Pointer(&link[0])), uintptr(len(link)), 0, 0)
+			if errno == 0 && bytes.HasPrefix(link[:n], []byte("socket:")) {
 				r.s.Sockets++
 			}
 		}

@@ -152,3 +152,47 @@ func TestReadV1Hierarchical(t *testing.T) {
 		t.Errorf("v1 rss %d cache %d pgfault %d, want the total_ figures 4096, 8192 and 5", s.MemoryRSS, s.MemoryCache, s.MemoryPgFault)
 	}
 }
+
+func TestReadV2(t *testing.T) {
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	cg := "/pod/app"
+	write(t, root, cg+"/cgroup.procs", "7\n8\n")
+	write(t, root, cg+"/cgroup.threads", "7\n8\n9\n")
+	write(t, root, cg+"/cpu.stat", "usage_usec 5000\nuser_usec 3000\nsystem_usec 2000\nnr_periods 10\nnr_throttled 4\nthrottled_usec 7\n")
+	write(t, root, cg+"/cpu.max", "20000 100000\n")
+	write(t, root, cg+"/cpu.weight", "100\n")
+	write(t, root, cg+"/memory.current", "1000\n")
+	write(t, root, cg+"/memory.peak", "1500\n")
+	write(t, root, cg+"/memory.max", "max\n")
+	write(t, root, cg+"/memory.swap.max", "4096\n")
+	write(t, root, cg+"/memory.swap.current", "12\n")
+	write(t, root, cg+"/memory.stat", "anon 600\nfile 300\nkernel 40\nfile_mapped 50\npgfault 9\npgmajfault 1\ninactive_file 200\n")
+	write(t, root, cg+"/memory.events", "low 0\nhigh 3\nmax 5\noom 1\noom_kill 2\n")
+	write(t, root, cg+"/memory.low", "64\n")
+	write(t, root, cg+"/pids.current", "2\n")
+	write(t, root, cg+"/pids.max", "100\n")
+	write(t, root, cg+"/cpu.pressure", "some avg10=1.50 avg60=0.25 avg300=0.00 total=1234\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=56\n")
+	s, err := Read(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Stats{
+		CPUUsageNanos: 5e6, CPUUserNanos: 3e6, CPUSystemNanos: 2e6,
+		CFSPeriods: 10, CFSThrottledPeriods: 4, CFSThrottledNanos: 7000,
+		CPUPeriodMicros: 100000, CPUQuotaMicros: 20000, CPUShares: 2 + (99*262142)/9999,
+		MemoryUsage: 1000, MemoryMaxUsage: 1500, MemoryFailcnt: 5,
+		MemoryCache: 300, MemoryRSS: 600, MemoryMappedFile: 50, MemorySwap: 12, MemoryKernel: 40,
+		MemoryWorkingSet: 800, MemoryPgFault: 9, MemoryPgMajFault: 1,
+		MemoryLimit: 0, MemorySwapLimit: 4096, MemoryReservation: 64, MemoryHighEvents: 3, OOMKills: 2,
+		Processes: 2, Threads: 3, ThreadsMax: 100, Pids: []int{7, 8},
+		CPUPressure: &PSI{Some: PSIData{Avg10: 1.5, Avg60: 0.25, Total: 1234}, Full: PSIData{Total: 56}},
+	}
+	s.Missing = nil // no io.pressure, memory.pressure
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("Read = %+v\nwant %+v", s, want)
+	}
+}
