@@ -8,36 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/tests/testutil"
 )
-
-// fsImmutableFL is FS_IMMUTABLE_FL (linux/fs.h).
-const fsImmutableFL = 0x10
-
-// setImmutable sets or clears the immutable flag of a directory (root:
-// CAP_LINUX_IMMUTABLE).
-func setImmutable(t *testing.T, dir string, on bool) {
-	t.Helper()
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-	if err == nil {
-		if on {
-			flags |= fsImmutableFL
-		} else {
-			flags &^= fsImmutableFL
-		}
-		err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
-	}
-	if err != nil {
-		t.Skipf("cannot change the immutable flag of %s: %v", dir, err)
-	}
-}
 
 // rawApps lists the apps of a pod manifest as written.
 func rawApps(t *testing.T, p *pod) []string {
@@ -104,13 +77,13 @@ func TestRemovedAppStaysRemoved(t *testing.T) {
 		t.Fatalf("manifest after a removal: %v", got)
 	}
 
-	setImmutable(t, p.dir, true)
-	t.Cleanup(func() { setImmutable(t, p.dir, false) })
+	testutil.SetImmutable(t, p.dir, true)
+	t.Cleanup(func() { testutil.SetImmutable(t, p.dir, false) })
 	if err := rt.RemoveApp(ctx, uuid, "b"); err != nil {
 		t.Fatalf("removal whose manifest rewrite fails: %v", err)
 	}
 	rt.waitRemovals(uuid)
-	setImmutable(t, p.dir, false)
+	testutil.SetImmutable(t, p.dir, false)
 	if got := rawApps(t, p); !slices.Equal(got, []string{"b=sha256:b", "c=sha256:c"}) {
 		t.Fatalf("the manifest was rewritten (%v): the test missed the window", got)
 	}
