@@ -49,7 +49,7 @@ func TestLayout(t *testing.T) {
 // An app listed without its directory was removed.
 func TestDropRemovedApps(t *testing.T) {
 	d := PodDir(t.TempDir())
-	if err := os.MkdirAll(string(d.App("kept")), 0o755); err != nil {
+	if err := os.MkdirAll(string(d.App("kept")), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	pm := &PodManifest{Apps: []App{{Name: "gone"}, {Name: "kept"}, {Name: "gone2"}}}
