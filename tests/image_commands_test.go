@@ -21,7 +21,9 @@ import (
 func fakePodUsing(t *testing.T, env *testutil.Env, id string) func() {
 	t.Helper()
 	dir := filepath.Join(env.DataDir, "pods", "prepared", "11111111-2222-3333-4444-555555555555")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// an app's directory comes before the manifest lists it (an app listed
+	// without it was removed)
+	if err := os.MkdirAll(string(schema.PodDir(dir).App("app")), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(schema.PodManifest{Version: schema.Version, UUID: filepath.Base(dir),
