@@ -12,7 +12,7 @@ import (
 // nothing is.
 
 // handleSignals stops the pod on a stop signal read from sv.stopR
-// (stopsig.go). A refresh pauses it (pauseSignals) so that no signal is
+// (package stopsig). A refresh pauses it (pauseSignals) so that no signal is
 // read and then lost in the exec: it stays in the pipe for `stage1 lean`.
 func (sv *supervisor) handleSignals() {
 	go func() {

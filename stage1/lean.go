@@ -148,7 +148,7 @@ static int lean_exited(pid_t pid) {
 }
 
 // lean_stops reads the stop signals that the Go supervisor's handler wrote
-// to its pipe (stopsig.go) up to its end; the last one, or 0.
+// to its pipe (package stopsig) up to its end; the last one, or 0.
 static int lean_stops(int fd) {
 	unsigned char b[64];
 	int stop = 0;

@@ -43,7 +43,7 @@ type supervisor struct {
 
 	// refresh (refresh.go)
 	refreshDelay time.Duration
-	stopR        *os.File // the stop signals (stopsig.go)
+	stopR        *os.File // the stop signals (package stopsig)
 
 	mu        sync.Mutex
 	apps      map[string]*app
