@@ -40,6 +40,20 @@ func loadRegistryConfig() (*regconfig.Config, error) {
 	return c, nil
 }
 
+// openStoreInUse opens the image store and finds the images its pods use
+// (what image gc and rm must keep).
+func openStoreInUse() (*store.Store, map[string]bool, error) {
+	s, err := openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	inUse, err := imagesInUse()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, inUse, nil
+}
+
 // imagesInUse returns the IDs of the images that pods of --dir reference.
 func imagesInUse() (map[string]bool, error) {
 	inUse, err := stage0.ImagesInUse(globals.Dir)

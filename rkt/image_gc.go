@@ -19,11 +19,7 @@ func init() {
 			Short: "Remove images no pod uses that were not used within the grace period, and unreferenced layers and trees",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, args []string) error {
-				s, err := openStore()
-				if err != nil {
-					return err
-				}
-				inUse, err := imagesInUse()
+				s, inUse, err := openStoreInUse()
 				if err != nil {
 					return err
 				}

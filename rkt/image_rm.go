@@ -19,11 +19,7 @@ unique ID prefix, or a name (name:tag, name@digest). Every name of the
 image is removed with it. An image that a pod uses is kept unless --force.`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				s, err := openStore()
-				if err != nil {
-					return err
-				}
-				inUse, err := imagesInUse()
+				s, inUse, err := openStoreInUse()
 				if err != nil {
 					return err
 				}
