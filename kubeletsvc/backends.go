@@ -34,6 +34,7 @@ type podRuntime interface {
 	AppSpec(uuid, app string) (*specs.Spec, error)
 	UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error
 	ReopenAppLog(ctx context.Context, uuid, app string) error
+	CheckpointPod(ctx context.Context, uuid string, opts stage0.CheckpointOptions) error
 
 	// I/O
 	Exec(ctx context.Context, uuid string, opts stage0.ExecOptions) (int, error)

@@ -56,6 +56,7 @@ var codeSentinels = []struct {
 	{stage0.ErrNotRunning, codes.FailedPrecondition},
 	{stage0.ErrInvalidState, codes.FailedPrecondition},
 	{stage0.ErrInvalid, codes.InvalidArgument},
+	{stage0.ErrCheckpointUnsupported, codes.FailedPrecondition},
 	{syscall.ENOSPC, codes.ResourceExhausted},
 	{syscall.EDQUOT, codes.ResourceExhausted},
 	{syscall.ENOMEM, codes.ResourceExhausted},

@@ -383,6 +383,18 @@ func (f *fakeRuntime) UpdateAppResources(_ context.Context, uuid, name string, r
 	return nil
 }
 
+func (f *fakeRuntime) CheckpointPod(_ context.Context, uuid string, opts stage0.CheckpointOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, name := range opts.Apps {
+		if err := f.runningApp(uuid, name); err != nil {
+			return err
+		}
+	}
+	f.record("CheckpointPod %s %s %s", uuid, opts.Dir, strings.Join(opts.Apps, ","))
+	return nil
+}
+
 func (f *fakeRuntime) ReopenAppLog(_ context.Context, uuid, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -74,22 +74,13 @@ func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.Upda
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 }
 
-// The checkpoint family is not supported: rkt has no CRIU integration.
-// These three are the only calls the service answers with Unimplemented
-// (TestEveryRPCImplemented).
-
+// CheckpointContainer is not supported (CheckpointPod is): it is the only
+// call the service answers with Unimplemented (TestEveryRPCImplemented).
 func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
-	return nil, noCheckpoints("checkpointing containers")
+	return nil, status.Errorf(codes.Unimplemented, "checkpointing single containers is not supported: use CheckpointPod")
 }
 
-func (c *criService) CheckpointPod(ctx context.Context, r *runtimeapi.CheckpointPodRequest) (*runtimeapi.CheckpointPodResponse, error) {
-	return nil, noCheckpoints("checkpointing pods")
-}
-
+// RestorePod is not supported yet.
 func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
-	return nil, noCheckpoints("restoring pods from checkpoints")
-}
-
-func noCheckpoints(what string) error {
-	return status.Errorf(codes.Unimplemented, "%s is not supported: rkt has no CRIU support", what)
+	return nil, status.Errorf(codes.Unimplemented, "restoring pods from checkpoints is not supported yet")
 }

@@ -25,6 +25,7 @@ type Config struct {
 	SocketGroup     string        // group allowed on the socket besides root
 	StreamAddr      string        // streaming server address; default 127.0.0.1:0
 	Stage1Path      string        // stage1 binary; empty: stage0.DefaultStage1Path()
+	Criu            string        // criu binary of CheckpointPod; empty: criu from PATH
 	CgroupParent    string        // cgroup parent of the pods; default stage0's
 	CNIConfDir      string        // CNI network configs for the pods
 	CNIPluginDirs   []string      // CNI plugin directories

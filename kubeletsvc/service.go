@@ -47,6 +47,7 @@ func newCRIService(cfg Config) (*criService, error) {
 	rt, err := stage0.New(stage0.Config{
 		DataDir:      cfg.DataDir,
 		Stage1Path:   cfg.Stage1Path,
+		Criu:         cfg.Criu,
 		Store:        st,
 		Net:          netCfg,
 		CgroupParent: cfg.CgroupParent,

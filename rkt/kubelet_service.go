@@ -22,6 +22,7 @@ type kubeletServiceFlags struct {
 	socketGroup     string
 	streamAddr      string
 	stage1Path      string
+	criu            string
 	cgroupParent    string
 	cniConfDir      string
 	cniPluginDirs   []string
@@ -54,6 +55,7 @@ service finds them again.`,
 	fl.StringVar(&f.socketGroup, "socket-group", buildinfo.SocketGroup, "group allowed to use the socket besides root")
 	fl.StringVar(&f.streamAddr, "stream-address", "127.0.0.1:0", "address of the exec/attach/port-forward streaming server")
 	fl.StringVar(&f.stage1Path, "stage1-path", "", "stage1 binary (default: next to rkt, else "+buildinfo.Stage1Path+")")
+	fl.StringVar(&f.criu, "criu", "criu", "criu binary (3.15 or later) that CheckpointPod runs: a path, or a name looked up in PATH")
 	fl.StringVar(&f.cgroupParent, "cgroup-parent", "", "cgroup parent of the pods (default: stage0's)")
 	fl.StringVar(&f.cniConfDir, "cni-conf-dir", buildinfo.CNIConfDir, "directory of CNI network configurations for pods")
 	fl.StringSliceVar(&f.cniPluginDirs, "cni-bin-dir", buildinfo.PluginDirs(), "CNI plugin directories")
@@ -86,6 +88,7 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 		SocketGroup:     f.socketGroup,
 		StreamAddr:      f.streamAddr,
 		Stage1Path:      f.stage1Path, // empty: stage0.DefaultStage1Path()
+		Criu:            f.criu,
 		CgroupParent:    f.cgroupParent,
 		CNIConfDir:      f.cniConfDir,
 		CNIPluginDirs:   f.cniPluginDirs,

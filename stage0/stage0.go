@@ -34,6 +34,7 @@ type Config struct {
 	Net          networking.Config // CNI configuration; Net.DataDir defaults to DataDir
 	CgroupParent string            // default cgroup parent of pods; empty: DefaultCgroupParent
 	Debug        bool              // run stage1 with --debug
+	Criu         string            // criu binary of checkpoints; empty: criu from PATH
 	// Watch keeps the pods' state in memory (List, Status and AppSpec
 	// answer from it), kept coherent with the disk by inotify and pidfds,
 	// and their stats, refreshed every statsInterval in the background,

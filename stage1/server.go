@@ -151,6 +151,8 @@ func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) err
 		return nil
 	case control.OpReopen:
 		return sv.reopenLog(req.App)
+	case control.OpCheckpoint:
+		return sv.checkpoint(req.Checkpoint)
 	case control.OpUpdate:
 		if req.Resources == nil {
 			return errInvalid("update of %q without resources", req.App)

@@ -37,6 +37,10 @@ func (d PodDir) Stage1PID() string { return d.join("stage1.pid") }
 // Stage1Socket is the control socket of the supervisor.
 func (d PodDir) Stage1Socket() string { return d.join("stage1.sock") }
 
+// CriuBin holds the link named criu to the criu binary of checkpoints
+// (stage1 puts it first in its PATH for libcontainer).
+func (d PodDir) CriuBin() string { return d.join("criu") }
+
 // Stage1Log is the supervisor's own stdout and stderr.
 func (d PodDir) Stage1Log() string { return d.join("stage1.log") }
 

@@ -215,3 +215,29 @@ func WaitReady(r io.Reader) error {
 		return fmt.Errorf("stage1 failed to start: %s", msg)
 	}
 }
+
+// checkpointGrace is how long a checkpoint call waits for the answer past
+// its deadline: the supervisor finishes the dump under way and resumes the
+// apps before it answers, and the caller must not return while they are
+// paused.
+const checkpointGrace = 2 * time.Minute
+
+// Checkpoint pauses the spec's apps, dumps each with CRIU (leaving it
+// running), archives its writable layer and resumes them all. It waits for
+// the answer even after ctx ends (until the spec's deadline plus a grace
+// period): the answer comes once the apps run again.
+func (c *Client) Checkpoint(ctx context.Context, spec CheckpointSpec) error {
+	if spec.Deadline.IsZero() {
+		if d, ok := ctx.Deadline(); ok {
+			spec.Deadline = d
+		}
+	}
+	wctx := context.WithoutCancel(ctx)
+	if !spec.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(wctx, spec.Deadline.Add(checkpointGrace))
+		defer cancel()
+	}
+	_, err := c.call(wctx, &Request{Op: OpCheckpoint, Checkpoint: &spec})
+	return err
+}

@@ -12,16 +12,17 @@ import (
 
 // Operations of the control protocol.
 const (
-	OpStart    = "start"
-	OpPrestart = "prestart"
-	OpStop     = "stop"
-	OpRemove   = "remove"
-	OpStatus   = "status"
-	OpReopen   = "reopen-log"
-	OpUpdate   = "update-resources"
-	OpExec     = "exec"
-	OpAttach   = "attach"
-	OpShutdown = "shutdown"
+	OpStart      = "start"
+	OpPrestart   = "prestart"
+	OpStop       = "stop"
+	OpRemove     = "remove"
+	OpStatus     = "status"
+	OpReopen     = "reopen-log"
+	OpUpdate     = "update-resources"
+	OpExec       = "exec"
+	OpAttach     = "attach"
+	OpShutdown   = "shutdown"
+	OpCheckpoint = "checkpoint"
 )
 
 // Error codes carried in Response.Code.
@@ -48,13 +49,29 @@ var (
 
 // Request is the JSON header of every call.
 type Request struct {
-	Op        string                `json:"op"`
-	App       string                `json:"app,omitempty"`
-	Timeout   time.Duration         `json:"timeout,omitempty"` // stop/shutdown grace period
-	Resources *specs.LinuxResources `json:"resources,omitempty"`
-	Exec      *ExecSpec             `json:"exec,omitempty"`
-	Attach    *AttachSpec           `json:"attach,omitempty"`
-	Manifest  *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
+	Op         string                `json:"op"`
+	App        string                `json:"app,omitempty"`
+	Timeout    time.Duration         `json:"timeout,omitempty"` // stop/shutdown grace period
+	Resources  *specs.LinuxResources `json:"resources,omitempty"`
+	Exec       *ExecSpec             `json:"exec,omitempty"`
+	Attach     *AttachSpec           `json:"attach,omitempty"`
+	Manifest   *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
+	Checkpoint *CheckpointSpec       `json:"checkpoint,omitempty"`
+}
+
+// CheckpointSpec is what a checkpoint request dumps, and where.
+type CheckpointSpec struct {
+	// Apps are the running apps to dump; all are paused before the first
+	// dump and resumed before the answer.
+	Apps []string `json:"apps"`
+	// Dir is an existing, empty directory (absolute): the supervisor writes
+	// <Dir>/<app>/criu/ (CRIU images) and <Dir>/<app>/rootfs.tar (the app's
+	// overlay upper directory as an OCI layer) for every app, nothing else.
+	Dir string `json:"dir"`
+	// Criu is the absolute path of the criu binary to run.
+	Criu string `json:"criu"`
+	// Deadline: no dump starts after it (the call then fails).
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // ExecSpec is the process part of an exec request.

@@ -1,0 +1,57 @@
+package kubeletsvc
+
+import (
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestCheckpointPod(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	a, b := e.startContainer(t, pod, "a"), e.startContainer(t, pod, "b")
+	created := e.createContainer(t, pod, "new")
+	other := e.runPod(t, "other")
+	elsewhere := e.startContainer(t, other, "c")
+	req := func(ids ...string) *runtimeapi.CheckpointPodRequest {
+		return &runtimeapi.CheckpointPodRequest{PodSandboxId: pod, OutputPath: "/ckpt", ContainerIds: ids}
+	}
+	if _, err := e.rs.CheckpointPod(e.ctx, req(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "CheckpointPod " + pod + " /ckpt a-0,b-0"; !slices.Contains(e.rt.called(), want) {
+		t.Errorf("stage0 calls %v lack %q", e.rt.called(), want)
+	}
+	bad := []struct {
+		what string
+		req  *runtimeapi.CheckpointPodRequest
+		code codes.Code
+	}{
+		{"no containers", req(), codes.InvalidArgument},
+		{"a container twice", req(a, a), codes.InvalidArgument},
+		{"a created container", req(a, created), codes.FailedPrecondition},
+		{"another pod's container", req(a, elsewhere), codes.InvalidArgument},
+		{"an unknown container", req(a, pod[:8]+"unknown"), codes.NotFound},
+		{"an unknown sandbox", &runtimeapi.CheckpointPodRequest{PodSandboxId: "nosuchpod", OutputPath: "/ckpt", ContainerIds: []string{a}}, codes.NotFound},
+		{"no output path", &runtimeapi.CheckpointPodRequest{PodSandboxId: pod, ContainerIds: []string{a}}, codes.InvalidArgument},
+		{"an option", &runtimeapi.CheckpointPodRequest{PodSandboxId: pod, OutputPath: "/ckpt", ContainerIds: []string{a},
+			Options: map[string]string{"tcp-established": "true"}}, codes.InvalidArgument},
+	}
+	for _, tc := range bad {
+		n := len(e.rt.called())
+		_, err := e.rs.CheckpointPod(e.ctx, tc.req)
+		wantCode(t, tc.what, err, tc.code)
+		for _, c := range e.rt.called()[n:] {
+			if len(c) > 13 && c[:13] == "CheckpointPod" {
+				t.Errorf("%s: stage0 was asked to checkpoint: %s", tc.what, c)
+			}
+		}
+	}
+	if _, err := e.rs.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.rs.CheckpointPod(e.ctx, req(a))
+	wantCode(t, "a stopped sandbox", err, codes.FailedPrecondition)
+}

@@ -1,0 +1,210 @@
+package stage0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage1/control"
+)
+
+// A pod checkpoint is a directory (Documentation/kubelet-service.md):
+//
+//	checkpoint.json         CheckpointManifest, written last: a directory
+//	                        without it is no checkpoint
+//	<app>/criu/             the app's CRIU images and dump.log
+//	<app>/rootfs.tar        the app's overlay upper directory, an OCI layer
+//
+// Directories are 0700, files 0600, owned by root: the images hold the
+// processes' memory.
+
+// CheckpointVersion is the version of the checkpoint layout written.
+const CheckpointVersion = 1
+
+// CheckpointManifestFile is the name of the checkpoint's manifest.
+const CheckpointManifestFile = "checkpoint.json"
+
+// MinCriuVersion is the oldest criu that dumps apps in a pod's shared PID
+// namespace through libcontainer (3.15).
+const MinCriuVersion = 31500
+
+// ErrCheckpointUnsupported: no usable criu binary.
+var ErrCheckpointUnsupported = errors.New("checkpoints are not supported here")
+
+// CheckpointManifest describes a pod checkpoint.
+type CheckpointManifest struct {
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+	Criu      string    `json:"criu"` // version of the criu that dumped it
+	// Pod is the pod's manifest, listing the checkpointed apps only.
+	Pod  schema.PodManifest `json:"pod"`
+	Apps []CheckpointedApp  `json:"apps"`
+}
+
+// CheckpointedApp is the process an app ran when it was dumped.
+type CheckpointedApp struct {
+	Name string   `json:"name"`
+	Args []string `json:"args"`
+	Cwd  string   `json:"cwd,omitempty"`
+	UID  uint32   `json:"uid"`
+	GID  uint32   `json:"gid"`
+}
+
+// CheckpointOptions say what CheckpointPod dumps and where.
+type CheckpointOptions struct {
+	// Dir is an existing, empty directory (absolute path, not a symlink).
+	Dir string
+	// Apps are the running apps of the pod to dump (at least one).
+	Apps []string
+}
+
+// CheckpointPod writes a checkpoint of running apps of a running pod into
+// opts.Dir: it pauses them all, dumps each with CRIU leaving it running,
+// archives each app's writable layer, and resumes them all before it
+// returns, also on error or when ctx ends (it then waits for the resume).
+// It writes nothing outside opts.Dir and, on error, removes what it wrote
+// there. ErrCheckpointUnsupported when no usable criu is found.
+func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts CheckpointOptions) (retErr error) {
+	if err := checkCheckpointDir(opts.Dir); err != nil {
+		return err
+	}
+	if len(opts.Apps) == 0 {
+		return fmt.Errorf("a checkpoint needs at least one app: %w", ErrInvalid)
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(opts.Apps)))) != len(opts.Apps) {
+		return fmt.Errorf("checkpoint names an app twice: %w", ErrInvalid)
+	}
+	criu, criuVer, err := r.Criu()
+	if err != nil {
+		return err
+	}
+	p, c, err := r.client(uuid)
+	if err != nil {
+		return err
+	}
+	pm, err := p.readManifest()
+	if err != nil {
+		return err
+	}
+	cm := &CheckpointManifest{Version: CheckpointVersion, CreatedAt: time.Now().UTC(), Criu: criuVer, Pod: *pm}
+	cm.Pod.Apps = nil
+	for _, name := range opts.Apps {
+		i := appIndex(pm, name)
+		if i < 0 {
+			return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
+		}
+		spec, _, err := readAppSpec(p, name)
+		if err != nil {
+			return err
+		}
+		ca := CheckpointedApp{Name: name}
+		if spec.Process != nil {
+			ca.Args, ca.Cwd = spec.Process.Args, spec.Process.Cwd
+			ca.UID, ca.GID = spec.Process.User.UID, spec.Process.User.GID
+		}
+		cm.Pod.Apps = append(cm.Pod.Apps, pm.Apps[i])
+		cm.Apps = append(cm.Apps, ca)
+	}
+	defer func() {
+		if retErr != nil {
+			emptyDir(opts.Dir)
+		}
+	}()
+	err = c.Checkpoint(ctx, control.CheckpointSpec{Apps: opts.Apps, Dir: opts.Dir, Criu: criu})
+	if err != nil {
+		return appErr(fmt.Errorf("cannot checkpoint pod %s: %w", p.uuid, err))
+	}
+	b, err := json.MarshalIndent(cm, "", "\t")
+	if err != nil {
+		return fmt.Errorf("cannot encode the checkpoint manifest: %w", err)
+	}
+	mf := filepath.Join(opts.Dir, CheckpointManifestFile)
+	if err := fileperm.WriteFile(mf, b, fileperm.Private); err != nil {
+		return fmt.Errorf("cannot write %q: %w", mf, err)
+	}
+	return nil
+}
+
+// checkCheckpointDir checks that dir is an absolute path to an existing,
+// empty directory that is not a symlink.
+func checkCheckpointDir(dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("checkpoint directory %q is not a clean absolute path: %w", dir, ErrInvalid)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint directory %q: %w (%w)", dir, ErrInvalid, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("checkpoint directory %q is not a directory: %w", dir, ErrInvalid)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open checkpoint directory %q: %w", dir, err)
+	}
+	defer f.Close()
+	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return fmt.Errorf("checkpoint directory %q is not empty: %w", dir, ErrInvalid)
+		}
+		return fmt.Errorf("cannot read checkpoint directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+// emptyDir removes what a failed checkpoint left in dir (empty before it).
+func emptyDir(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+var criuVersionRE = regexp.MustCompile(`(?m)^Version: (\d+)\.(\d+)(?:\.(\d+))?`)
+
+// Criu returns the absolute path and the version of the criu binary that
+// checkpoints use (Config.Criu, or criu from PATH), or an error wrapping
+// ErrCheckpointUnsupported when it is missing or older than MinCriuVersion.
+func (r *Runtime) Criu() (string, string, error) {
+	name := r.cfg.Criu
+	if name == "" {
+		name = "criu"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: cannot find criu %q: %w", ErrCheckpointUnsupported, name, err)
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrCheckpointUnsupported, err)
+	}
+	out, err := exec.Command(p, "--version").CombinedOutput()
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %s --version: %w: %.200s", ErrCheckpointUnsupported, p, err, out)
+	}
+	m := criuVersionRE.FindSubmatch(out)
+	if m == nil {
+		return "", "", fmt.Errorf("%w: %s --version says no version: %.200s", ErrCheckpointUnsupported, p, out)
+	}
+	major, _ := strconv.Atoi(string(m[1]))
+	minor, _ := strconv.Atoi(string(m[2]))
+	sub, _ := strconv.Atoi(string(m[3]))
+	ver := fmt.Sprintf("%d.%d.%d", major, minor, sub)
+	if major*10000+minor*100+sub < MinCriuVersion {
+		return "", "", fmt.Errorf("%w: %s is criu %s; 3.15 or later is needed", ErrCheckpointUnsupported, p, ver)
+	}
+	return p, ver, nil
+}

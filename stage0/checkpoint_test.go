@@ -1,0 +1,79 @@
+package stage0
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCheckCheckpointDir(t *testing.T) {
+	d := t.TempDir()
+	empty := filepath.Join(d, "empty")
+	full := filepath.Join(d, "full")
+	file := filepath.Join(d, "file")
+	link := filepath.Join(d, "link")
+	for _, p := range []string{empty, full} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(empty, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkCheckpointDir(empty); err != nil {
+		t.Errorf("an empty directory: %v", err)
+	}
+	for _, p := range []string{"", "rel/dir", full, file, link, filepath.Join(d, "missing"), empty + "/", d + "/../" + filepath.Base(d) + "/empty"} {
+		if err := checkCheckpointDir(p); !errors.Is(err, ErrInvalid) {
+			t.Errorf("checkCheckpointDir(%q) = %v, want ErrInvalid", p, err)
+		}
+	}
+}
+
+func TestCriuVersion(t *testing.T) {
+	d := t.TempDir()
+	fake := func(name, out string) string {
+		p := filepath.Join(d, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+out+"'\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		criu, want string
+	}{
+		{fake("new", "Version: 4.1.1"), "4.1.1"},
+		{fake("exact", "Version: 3.15"), "3.15.0"},
+	} {
+		r := &Runtime{cfg: Config{Criu: tc.criu}}
+		p, v, err := r.Criu()
+		if err != nil || p != tc.criu || v != tc.want {
+			t.Errorf("Criu() with %s = %q, %q, %v; want version %s", tc.criu, p, v, err, tc.want)
+		}
+	}
+	for _, criu := range []string{fake("old", "Version: 3.14.2"), fake("mute", "criu"), filepath.Join(d, "missing")} {
+		r := &Runtime{cfg: Config{Criu: criu}}
+		if _, _, err := r.Criu(); !errors.Is(err, ErrCheckpointUnsupported) {
+			t.Errorf("Criu() with %s: %v, want ErrCheckpointUnsupported", criu, err)
+		}
+	}
+	r := &Runtime{cfg: Config{Criu: fake("old2", "Version: 3.14")}}
+	if err := r.CheckpointPod(context.Background(), "x", CheckpointOptions{Dir: d + "/nope", Apps: []string{"a"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CheckpointPod into a missing directory: %v, want ErrInvalid", err)
+	}
+	empty := t.TempDir()
+	if err := r.CheckpointPod(context.Background(), "x", CheckpointOptions{Dir: empty, Apps: []string{"a"}}); !errors.Is(err, ErrCheckpointUnsupported) {
+		t.Errorf("CheckpointPod with criu 3.14: %v, want ErrCheckpointUnsupported", err)
+	}
+	if err := r.CheckpointPod(context.Background(), "x", CheckpointOptions{Dir: empty, Apps: []string{"a", "a"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CheckpointPod of an app twice: %v, want ErrInvalid", err)
+	}
+}
