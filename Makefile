@@ -96,13 +96,18 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v /tests)
 unit:
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 20m $(UNIT_PKGS)
 
-tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest $(TOOLSDIR)/kubelet
+tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest $(TOOLSDIR)/kubelet $(TOOLSDIR)/criu
 
 $(TOOLSDIR)/crictl:
 	GOBIN=$(abspath $(TOOLSDIR)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRI_TOOLS_VERSION)
 
 $(TOOLSDIR)/critest:
 	./tests/build-critest.sh $(CRI_TOOLS_VERSION) $(abspath $(TOOLSDIR))
+
+# criu for the checkpoint tests: Debian 12's 3.17.1 does not start on
+# recent kernels (tests/build-criu.sh).
+$(TOOLSDIR)/criu: tests/build-criu.sh
+	./tests/build-criu.sh $(abspath $(TOOLSDIR))
 
 # The kubelet of the smoke test and of e2e-node (Kubernetes version pinned by
 # tests/e2e-node/wrapper/go.mod).

@@ -249,7 +249,7 @@ func saveSysctls(t testing.TB, keys ...string) func() {
 	}
 }
 
-// toolPath returns a test tool (crictl, critest, kubelet) from $RKT_TOOLS, or builds
+// toolPath returns a test tool (crictl, critest, kubelet, criu) from $RKT_TOOLS, or builds
 // it into <module>/build/tools as `make tools` would.
 func toolPath(t testing.TB, name string) string {
 	t.Helper()
@@ -277,6 +277,8 @@ func toolPath(t testing.TB, name string) string {
 		cmd = exec.Command("./build-critest.sh", criToolsVersion, dir)
 	case "kubelet":
 		cmd = exec.Command("./e2e-node/build-k8s.sh", dir, "kubelet")
+	case "criu":
+		cmd = exec.Command("./build-criu.sh", dir)
 	default:
 		t.Fatalf("unknown tool %q", name)
 	}

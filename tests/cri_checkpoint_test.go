@@ -1,0 +1,199 @@
+package tests
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// counterScript counts in its rootfs (/count, from where it was) and in its
+// log, ten times a second.
+const counterScript = `i=0; [ -f /count ] && i=$(cat /count); while true; do i=$((i+1)); echo $i >/count; echo $i; sleep 0.1; done`
+
+// TestCRICheckpointPod: CheckpointPod of a pod with two counting
+// containers writes a checkpoint (CRIU images, rootfs layer, manifest) with
+// private modes inside output_path only, and leaves both containers
+// running; bad requests get their codes and write nothing.
+func TestCRICheckpointPod(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	ctx := rpcCtx(t)
+	logDir := t.TempDir()
+	pc := podConfig("ckpt", logDir)
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox", err)
+	var ids []string
+	for _, name := range []string{"one", "two"} {
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
+		must(t, "CreateContainer "+name, err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+		must(t, "StartContainer "+name, err)
+		ids = append(ids, cc.ContainerId)
+	}
+	stopped, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+		Config: containerConfig("idle", imgID, "true"), SandboxConfig: pc})
+	must(t, "CreateContainer idle", err)
+	lastCount := func(name string) int {
+		b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		f := strings.Fields(lines[len(lines)-1])
+		if len(f) < 4 {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[3])
+		return n
+	}
+	waitCount := func(name string, over int) int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if n := lastCount(name); n > over {
+				return n
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("container %s does not count past %d (log: %d)", name, over, lastCount(name))
+		return 0
+	}
+	waitCount("one", 5)
+	waitCount("two", 5)
+
+	out := filepath.Join(t.TempDir(), "ckpt")
+	must(t, "mkdir", os.Mkdir(out, 0o700))
+	t0 := time.Now()
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	must(t, "CheckpointPod", err)
+	t.Logf("CheckpointPod of 2 containers: %v", time.Since(t0))
+	// Both run on: their counters move past the checkpoint.
+	for _, name := range []string{"one", "two"} {
+		waitCount(name, lastCount(name)+3)
+	}
+	for _, id := range ids {
+		st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		must(t, "ContainerStatus", err)
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s is %v after the checkpoint", id, st.Status.State)
+		}
+	}
+	// The layout, its modes, and nothing outside out.
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 1 {
+		t.Errorf("the checkpoint wrote beside its directory: %v", ents)
+	}
+	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir() && fi.Mode().Perm() != 0o700:
+			t.Errorf("directory %s has mode %v, want 0700", p, fi.Mode().Perm())
+		case fi.Mode().IsRegular() && fi.Mode().Perm() != 0o600:
+			t.Errorf("file %s has mode %v, want 0600", p, fi.Mode().Perm())
+		case !fi.IsDir() && !fi.Mode().IsRegular():
+			t.Errorf("%s is neither a file nor a directory: %v", p, fi.Mode())
+		}
+		return nil
+	})
+	must(t, "walk the checkpoint", err)
+	b, err := os.ReadFile(filepath.Join(out, stage0.CheckpointManifestFile))
+	must(t, "read the checkpoint manifest", err)
+	var cm stage0.CheckpointManifest
+	must(t, "decode the checkpoint manifest", json.Unmarshal(b, &cm))
+	var names []string
+	for _, a := range cm.Apps {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	if cm.Version != stage0.CheckpointVersion || cm.Pod.UUID != rp.PodSandboxId || len(cm.Pod.Apps) != 2 || len(names) != 2 {
+		t.Errorf("checkpoint manifest: version %d, pod %s, %d pod apps, apps %v", cm.Version, cm.Pod.UUID, len(cm.Pod.Apps), names)
+	}
+	for _, a := range cm.Apps {
+		if len(a.Args) != 3 || a.Args[2] != counterScript {
+			t.Errorf("app %s: args %q", a.Name, a.Args)
+		}
+		if _, err := os.Stat(filepath.Join(out, a.Name, "criu", "inventory.img")); err != nil {
+			t.Errorf("app %s has no CRIU images: %v", a.Name, err)
+		}
+		if count := tarFile(t, filepath.Join(out, a.Name, "rootfs.tar"), "count"); count == "" {
+			t.Errorf("app %s: its rootfs layer lacks /count", a.Name)
+		}
+	}
+
+	// Bad requests: their codes, and nothing written.
+	full := t.TempDir()
+	must(t, "write", os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o600))
+	empty := t.TempDir()
+	bad := []struct {
+		what string
+		req  *runtimeapi.CheckpointPodRequest
+		code codes.Code
+	}{
+		{"a directory that is not empty", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: full, ContainerIds: ids}, codes.InvalidArgument},
+		{"a relative path", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: "ckpt", ContainerIds: ids}, codes.InvalidArgument},
+		{"a missing directory", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty + "/missing", ContainerIds: ids}, codes.InvalidArgument},
+		{"an option", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: ids, Options: map[string]string{"leave-running": "false"}}, codes.InvalidArgument},
+		{"no containers", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty}, codes.InvalidArgument},
+		{"a container twice", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: []string{ids[0], ids[0]}}, codes.InvalidArgument},
+		{"a created container", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: []string{ids[0], stopped.ContainerId}}, codes.FailedPrecondition},
+		{"an unknown sandbox", &runtimeapi.CheckpointPodRequest{PodSandboxId: "0123456789abcdef", OutputPath: empty, ContainerIds: ids}, codes.NotFound},
+	}
+	for _, tc := range bad {
+		_, err := c.CheckpointPod(ctx, tc.req)
+		if status.Code(err) != tc.code {
+			t.Errorf("CheckpointPod with %s: %v, want %v", tc.what, err, tc.code)
+		}
+	}
+	for _, d := range []string{full, empty} {
+		if ents, _ := os.ReadDir(d); len(ents) != map[string]int{full: 1, empty: 0}[d] {
+			t.Errorf("a refused checkpoint changed %s: %v", d, ents)
+		}
+	}
+	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: empty})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("CheckpointContainer: %v, want Unimplemented", err)
+	}
+}
+
+// tarFile returns the content of the regular file name in the tar at p.
+func tarFile(t *testing.T, p, name string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	must(t, "open "+p, err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return ""
+		}
+		must(t, "read "+p, err)
+		if h.Name == name && h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			must(t, "read "+name, err)
+			return string(b)
+		}
+	}
+}
