@@ -18,37 +18,48 @@ import (
 // sources on the host) and only then acts: creates missing mount sources,
 // resolves images and adds the app, undoing what it did on failure.
 func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	id, err := c.createContainer(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+}
+
+// createContainer is CreateContainer; with restore set, the container is
+// one of a pod checkpoint (RestorePod): its image must be the checkpointed
+// app's, and its start restores that app's process.
+func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest, restore *restoreSource) (string, error) {
 	cfg := r.GetConfig()
 	md := cfg.GetMetadata()
 	if md.GetName() == "" {
-		return nil, invalidf("container config: metadata.name is empty")
+		return "", invalidf("container config: metadata.name is empty")
 	}
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	plan, err := translateContainer(s.cfg, cfg)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !s.ready() {
-		return nil, fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
+		return "", fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
 	}
 	missing, err := checkMountSources(plan.opts.Mounts)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", md.GetName(), err)
+		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	id, err := newContainerID(s.ID())
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	key := containerKey(s.ID(), md)
 	if err := c.containerNames.Reserve(key, id); err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
-			return nil, fmt.Errorf("%w: container name %q is already used by container %s", errAlreadyExists, key, er.Owner)
+			return "", fmt.Errorf("%w: container name %q is already used by container %s", errAlreadyExists, key, er.Owner)
 		}
-		return nil, err
+		return "", err
 	}
 	created := false
 	defer func() {
@@ -59,20 +70,27 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 
 	img, err := c.store.ResolveImage(cfg.GetImage().GetImage())
 	if err != nil {
-		return nil, fmt.Errorf("cannot create container %q: image %q: %w", key, cfg.GetImage().GetImage(), err)
+		return "", fmt.Errorf("cannot create container %q: image %q: %w", key, cfg.GetImage().GetImage(), err)
 	}
 	opts, err := c.completeAppOptions(ctx, s, cfg, plan, img, id)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	undo, err := createMountSources(missing)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", fmt.Errorf("cannot create container %q: %w", key, err)
 	}
-	opts.Prestart = true // StartContainer follows
+	if restore != nil {
+		if img.ID != restore.imageID {
+			return "", fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
+		}
+		opts.RestoreFrom = restore.dir
+	} else {
+		opts.Prestart = true // StartContainer follows
+	}
 	if err := c.addApp(ctx, s, opts, id); err != nil {
 		undo()
-		return nil, fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	created = true
 	if c.events.subscribers() > 0 { // reading the container back costs as much as its config is big
@@ -80,7 +98,7 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 			c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 		}
 	}
-	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil
+	return id, nil
 }
 
 // addApp adds the app, under a disambiguated name if the sanitized one is

@@ -39,6 +39,7 @@ type fakeRuntime struct {
 	pods    map[string]*stage0.PodStatus // by UUID
 	order   []string                     // UUIDs, oldest first
 	podOpts map[string]stage0.PodOptions // Sandbox's options, by UUID
+	criuErr error                        // Criu's answer
 	appOpts map[string]stage0.AppOptions // AddApp's options, by appKey
 	specs   map[string]*specs.Spec       // AppSpec's result, by appKey
 	stats   map[string]*stage0.AppStats  // by appKey, and by UUID for the pod
@@ -393,6 +394,10 @@ func (f *fakeRuntime) CheckpointPod(_ context.Context, uuid string, opts stage0.
 	}
 	f.record("CheckpointPod %s %s %s", uuid, opts.Dir, strings.Join(opts.Apps, ","))
 	return nil
+}
+
+func (f *fakeRuntime) Criu() (string, string, error) {
+	return "/usr/sbin/criu", "4.1.1", f.criuErr
 }
 
 func (f *fakeRuntime) ReopenAppLog(_ context.Context, uuid, name string) error {

@@ -16,7 +16,7 @@ import (
 
 // notSupported are the only RPCs answered with Unimplemented: rkt has no
 // CRIU integration.
-var notSupported = map[string]bool{"CheckpointContainer": true, "RestorePod": true}
+var notSupported = map[string]bool{"CheckpointContainer": true}
 
 // TestEveryRPCImplemented calls every RPC of both CRI services, as this
 // cri-api version declares them, with an empty request: none may fall

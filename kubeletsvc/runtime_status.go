@@ -79,8 +79,3 @@ func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.Upda
 func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "checkpointing single containers is not supported: use CheckpointPod")
 }
-
-// RestorePod is not supported yet.
-func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "restoring pods from checkpoints is not supported yet")
-}

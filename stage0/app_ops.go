@@ -80,8 +80,14 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 		r.removeAppDir(p, name)
 		return "", err
 	}
+	if opts.RestoreFrom != "" {
+		if err := r.prepareRestore(p, name, opts.RestoreFrom); err != nil {
+			r.removeAppDir(p, name)
+			return "", err
+		}
+	}
 	var c *control.Client
-	if opts.Prestart {
+	if opts.Prestart && opts.RestoreFrom == "" {
 		c = r.prestartApp(ctx, p, &na.app)
 	}
 	if err := na.commit(p, p.appDir(name).Spec()); err != nil {

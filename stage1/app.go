@@ -169,7 +169,18 @@ func (a *app) dropPrestarted() {
 
 // create loads the app's spec and creates its container, whose init then
 // waits (libcontainer's Start).
-func (a *app) create() (_ *prestarted, retErr error) {
+func (a *app) create() (*prestarted, error) {
+	return a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
+		if err := a.sv.spawner.do(func() error { return ctr.Start(p) }); err != nil {
+			return fmt.Errorf("cannot start app %q: %w", a.name, err)
+		}
+		return nil
+	})
+}
+
+// newContainer loads the app's spec, creates its container and has run
+// start its first process (a started init, or a restored one).
+func (a *app) newContainer(run func(*libcontainer.Container, *libcontainer.Process) error) (_ *prestarted, retErr error) {
 	spec, err := loadAppSpec(a.sv.podDir, a.name)
 	if err != nil {
 		return nil, err
@@ -209,9 +220,9 @@ func (a *app) create() (_ *prestarted, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.sv.spawner.do(func() error { return ctr.Start(p) }); err != nil {
+	if err := run(ctr, p); err != nil {
 		aio.abort()
-		return nil, fmt.Errorf("cannot start app %q: %w", a.name, err)
+		return nil, err
 	}
 	return &prestarted{ctr: ctr, p: p, aio: aio, lw: lw}, nil
 }
@@ -238,7 +249,15 @@ func (a *app) start() (retErr error) {
 	}()
 	pre := a.takePrestarted()
 	wasPrestarted := pre != nil
-	if pre != nil {
+	if images := a.dir().Restore(); exists(images) {
+		if pre != nil {
+			pre.drop()
+		}
+		var err error
+		if pre, err = a.restore(images); err != nil {
+			return err
+		}
+	} else if pre != nil {
 		if err := pre.ctr.Exec(); err != nil {
 			slog.Debug("prestarted app cannot run; starting it anew", "app", a.name, "error", err)
 			pre.drop()

@@ -157,11 +157,16 @@ func (a *app) dump(c *libcontainer.Container, dir string) error {
 }
 
 // useCriu makes libcontainer, which runs "criu" from PATH, run the given
-// binary: a link to it named criu in PodDir.CriuBin, first in PATH.
+// binary: a link to it named criu in PodDir.CriuBin, first in PATH. With
+// criu empty, the link must exist (stage0 made it for a restore).
 func (sv *supervisor) useCriu(criu string) error {
 	dir := schema.PodDir(sv.podDir).CriuBin()
 	link := filepath.Join(dir, "criu")
-	if cur, err := os.Readlink(link); err != nil || cur != criu {
+	if criu == "" {
+		if _, err := os.Stat(link); err != nil {
+			return fmt.Errorf("no criu to restore with: %w", err)
+		}
+	} else if cur, err := os.Readlink(link); err != nil || cur != criu {
 		if err := fileperm.MkdirAll(dir, fileperm.Private); err != nil {
 			return fmt.Errorf("cannot create %q: %w", dir, err)
 		}

@@ -3,6 +3,7 @@ package tests
 import (
 	"archive/tar"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -21,14 +22,16 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
-// counterScript counts in its rootfs (/count, from where it was) and in its
-// log, ten times a second.
-const counterScript = `i=0; [ -f /count ] && i=$(cat /count); while true; do i=$((i+1)); echo $i >/count; echo $i; sleep 0.1; done`
+// counterScript counts ten times a second in its rootfs (/count, from where
+// it was) and in its log: "i j", where j counts in memory only, from 0 at
+// every start. A restored process goes on with its j; a new one would not.
+const counterScript = `i=0; j=0; [ -f /count ] && i=$(cat /count); while true; do i=$((i+1)); j=$((j+1)); echo $i >/count; echo $i $j; sleep 0.1; done`
 
 // TestCRICheckpointPod: CheckpointPod of a pod with two counting
 // containers writes a checkpoint (CRIU images, rootfs layer, manifest) with
 // private modes inside output_path only, and leaves both containers
-// running; bad requests get their codes and write nothing.
+// running; RestorePod and StartContainer bring them back in a new sandbox
+// counting on from the cut; bad requests get their codes and leave nothing.
 func TestCRICheckpointPod(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
@@ -78,6 +81,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	waitCount("one", 5)
 	waitCount("two", 5)
 
+	cut := map[string]int{"one": lastCount("one"), "two": lastCount("two")} // the dump is later
 	out := filepath.Join(t.TempDir(), "ckpt")
 	must(t, "mkdir", os.Mkdir(out, 0o700))
 	t0 := time.Now()
@@ -175,6 +179,121 @@ func TestCRICheckpointPod(t *testing.T) {
 	if status.Code(err) != codes.Unimplemented {
 		t.Errorf("CheckpointContainer: %v, want Unimplemented", err)
 	}
+
+	// RestorePod into a new sandbox: refused requests leave no sandbox; the
+	// restored containers are CREATED, then StartContainer resumes their
+	// counters where the checkpoint cut them, with /count in their rootfs.
+	before := treeState(t, out)
+	logDir2 := t.TempDir()
+	pc2 := podConfig("restored", logDir2)
+	cfgs := func(cmd ...string) []*runtimeapi.ContainerConfig {
+		var l []*runtimeapi.ContainerConfig
+		for _, name := range []string{"one", "two"} {
+			l = append(l, containerConfig(name, imgID, cmd...))
+		}
+		return l
+	}
+	good := cfgs("sh", "-c", counterScript)
+	sandboxes := func() int {
+		l, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		must(t, "ListPodSandbox", err)
+		return len(l.Items)
+	}
+	nSandboxes := sandboxes()
+	badRestores := []struct {
+		what string
+		req  *runtimeapi.RestorePodRequest
+		code codes.Code
+	}{
+		{"a relative path", &runtimeapi.RestorePodRequest{CheckpointPath: "ckpt", Config: pc2, ContainerConfigs: good}, codes.InvalidArgument},
+		{"no checkpoint", &runtimeapi.RestorePodRequest{CheckpointPath: empty, Config: pc2, ContainerConfigs: good}, codes.InvalidArgument},
+		{"an option", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good, Options: map[string]string{"x": "y"}}, codes.InvalidArgument},
+		{"an unknown handler", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good, RuntimeHandler: "nosuch"}, codes.InvalidArgument},
+		{"a missing container", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good[:1]}, codes.InvalidArgument},
+		{"a name twice", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: []*runtimeapi.ContainerConfig{good[0], good[0]}}, codes.InvalidArgument},
+		{"another command", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: cfgs("sleep", "1000")}, codes.FailedPrecondition},
+	}
+	for _, tc := range badRestores {
+		_, err := c.RestorePod(ctx, tc.req)
+		if status.Code(err) != tc.code {
+			t.Errorf("RestorePod with %s: %v, want %v", tc.what, err, tc.code)
+		}
+		if n := sandboxes(); n != nSandboxes {
+			t.Fatalf("RestorePod with %s left a sandbox: %d, want %d", tc.what, n, nSandboxes)
+		}
+	}
+	floor := map[string]int{"one": lastCount("one"), "two": lastCount("two")}
+	t0 = time.Now()
+	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good})
+	must(t, "RestorePod", err)
+	t.Logf("RestorePod of 2 containers: %v", time.Since(t0))
+	if len(rr.RestoredContainers) != 2 || rr.PodSandboxId == "" || rr.PodSandboxId == rp.PodSandboxId {
+		t.Fatalf("RestorePod answered %v", rr)
+	}
+	for _, rc := range rr.RestoredContainers {
+		st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: rc.ContainerId})
+		must(t, "ContainerStatus", err)
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_CREATED || st.Status.Metadata.GetName() != rc.Name {
+			t.Errorf("restored container %s (%s) is %v", rc.ContainerId, rc.Name, st.Status.State)
+		}
+	}
+	t0 = time.Now()
+	for _, rc := range rr.RestoredContainers {
+		_, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: rc.ContainerId})
+		must(t, "StartContainer of restored "+rc.Name, err)
+	}
+	t.Logf("StartContainer (CRIU restore) of 2 containers: %v", time.Since(t0))
+	for _, rc := range rr.RestoredContainers {
+		deadline := time.Now().Add(30 * time.Second)
+		var first int
+		for time.Now().Before(deadline) {
+			b, _ := os.ReadFile(filepath.Join(logDir2, rc.Name+".log"))
+			if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 5 {
+				first, _ = strconv.Atoi(f[4]) // j
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// The original (i == j: it started without /count) logged cut
+		// before the checkpoint and went on after it: the restored
+		// process goes on with the dumped j.
+		t.Logf("restored %s goes on at j=%d (the original was at %d before the restore)", rc.Name, first, floor[rc.Name])
+		if first <= cut[rc.Name] || first > floor[rc.Name]+1 {
+			t.Errorf("restored %s starts counting at j=%d; the checkpoint cut it between %d and %d", rc.Name, first, cut[rc.Name], floor[rc.Name])
+		}
+		er, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: rc.ContainerId, Cmd: []string{"cat", "/count"}, Timeout: 30})
+		must(t, "ExecSync cat /count", err)
+		if n, err := strconv.Atoi(strings.TrimSpace(string(er.Stdout))); err != nil || n < first {
+			t.Errorf("restored %s: /count is %q, want at least %d", rc.Name, er.Stdout, first)
+		}
+		st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: rc.ContainerId})
+		must(t, "ContainerStatus", err)
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("restored container %s is %v", rc.Name, st.Status.State)
+		}
+	}
+	if after := treeState(t, out); after != before {
+		t.Errorf("RestorePod changed the checkpoint:\n%s\nnow:\n%s", before, after)
+	}
+}
+
+// treeState describes every entry under dir: name, mode, size, mtime.
+func treeState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d %d\n", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	must(t, "walk "+dir, err)
+	return b.String()
 }
 
 // tarFile returns the content of the regular file name in the tar at p.

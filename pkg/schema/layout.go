@@ -134,6 +134,10 @@ func (d AppDir) Rootfs() string { return d.join("fs", "rootfs") }
 // Upper is the overlay upperdir: the app's writable layer.
 func (d AppDir) Upper() string { return d.join("fs", "upper") }
 
+// Restore holds the CRIU images the app's first start restores (RestorePod)
+// instead of running its process; stage1 removes it after the restore.
+func (d AppDir) Restore() string { return d.join("restore") }
+
 // Work is the overlay workdir.
 func (d AppDir) Work() string { return d.join("fs", "work") }
 

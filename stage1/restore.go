@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer"
+)
+
+// restore creates the app's container and restores into it the process
+// dumped in the CRIU images (a pod checkpoint's, copied there by stage0's
+// RestorePod), with new stdout/stderr pipes in place of the dumped ones.
+// The images are removed once the process runs.
+func (a *app) restore(images string) (*prestarted, error) {
+	if err := a.sv.useCriu(""); err != nil {
+		return nil, err
+	}
+	work := filepath.Join(string(a.dir()), "restore-work")
+	pre, err := a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
+		err := a.sv.spawner.do(func() error {
+			return ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
+		})
+		if err != nil {
+			return fmt.Errorf("cannot restore app %q with criu (log: %s): %w", a.name, filepath.Join(work, "restore.log"), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(images); err != nil {
+		slog.Warn("cannot remove the restored images", "app", a.name, "error", err)
+	}
+	return pre, nil
+}
+
+// exists reports whether p exists.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return !errors.Is(err, os.ErrNotExist)
+}
