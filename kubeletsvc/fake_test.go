@@ -291,6 +291,9 @@ func (f *fakeRuntime) AddApp(_ context.Context, uuid string, opts stage0.AppOpti
 		LogPath: opts.LogPath,
 	})
 	f.appOpts[appKey(uuid, opts.Name)] = opts
+	if opts.RestoreFrom != "" { // the spec RestorePod checks
+		f.specs[appKey(uuid, opts.Name)] = &specs.Spec{Process: &specs.Process{Args: append(slices.Clone(opts.Exec), opts.Args...), Cwd: opts.WorkingDir}}
+	}
 	f.record("AddApp %s/%s", uuid, opts.Name)
 	return opts.Name, nil
 }

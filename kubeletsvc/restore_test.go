@@ -1,0 +1,130 @@
+package kubeletsvc
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
+)
+
+// writeCheckpoint writes a checkpoint of the apps of pod (fake) into a new
+// directory, with the given version and process args.
+func writeCheckpoint(t *testing.T, e *testEnv, pod string, version int, args []string) string {
+	t.Helper()
+	ps, err := e.rt.Status(e.ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cm := stage0.CheckpointManifest{Version: version, Pod: schema.PodManifest{UUID: pod}}
+	for _, a := range ps.Apps {
+		cm.Pod.Apps = append(cm.Pod.Apps, a.App)
+		cm.Apps = append(cm.Apps, stage0.CheckpointedApp{Name: a.Name, Args: args})
+		if err := os.MkdirAll(filepath.Join(dir, a.Name, "criu"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{filepath.Join(a.Name, "criu", "inventory.img"), filepath.Join(a.Name, "rootfs.tar")} {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, _ := json.Marshal(cm)
+	if err := os.WriteFile(filepath.Join(dir, stage0.CheckpointManifestFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestRestorePod(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	e.startContainer(t, orig, "b")
+	ckpt := writeCheckpoint(t, e, orig, stage0.CheckpointVersion, nil)
+	cfgs := []*runtimeapi.ContainerConfig{containerConfig("a", "busybox"), containerConfig("b", "busybox")}
+	req := func(cfgs ...*runtimeapi.ContainerConfig) *runtimeapi.RestorePodRequest {
+		return &runtimeapi.RestorePodRequest{CheckpointPath: ckpt, Config: sandboxConfig("restored"), ContainerConfigs: cfgs}
+	}
+	pods := func() int {
+		l, err := e.rt.List(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range l {
+			if p.State == stage0.PodRunning {
+				n++
+			}
+		}
+		return n
+	}
+	running := pods()
+	other := containerConfig("a", "busybox")
+	other.Image = &runtimeapi.ImageSpec{Image: "nginx"}
+	e.haveImage("nginx")
+	newer := writeCheckpoint(t, e, orig, stage0.CheckpointVersion+1, nil)
+	otherCmd := writeCheckpoint(t, e, orig, stage0.CheckpointVersion, []string{"/bin/other"})
+	bad := []struct {
+		what string
+		req  *runtimeapi.RestorePodRequest
+		code codes.Code
+		criu error
+	}{
+		{"no containers", req(), codes.InvalidArgument, nil},
+		{"a name twice", req(cfgs[0], cfgs[0]), codes.InvalidArgument, nil},
+		{"a missing container", req(cfgs[0]), codes.InvalidArgument, nil},
+		{"an extra container", req(cfgs[0], cfgs[1], containerConfig("c", "busybox")), codes.InvalidArgument, nil},
+		{"a relative path", &runtimeapi.RestorePodRequest{CheckpointPath: "ckpt", Config: sandboxConfig("r"), ContainerConfigs: cfgs}, codes.InvalidArgument, nil},
+		{"no checkpoint", &runtimeapi.RestorePodRequest{CheckpointPath: t.TempDir(), Config: sandboxConfig("r"), ContainerConfigs: cfgs}, codes.InvalidArgument, nil},
+		{"a newer checkpoint", &runtimeapi.RestorePodRequest{CheckpointPath: newer, Config: sandboxConfig("r"), ContainerConfigs: cfgs}, codes.FailedPrecondition, nil},
+		{"an option", &runtimeapi.RestorePodRequest{CheckpointPath: ckpt, Config: sandboxConfig("r"), ContainerConfigs: cfgs, Options: map[string]string{"k": "v"}}, codes.InvalidArgument, nil},
+		{"an unknown handler", &runtimeapi.RestorePodRequest{CheckpointPath: ckpt, Config: sandboxConfig("r"), ContainerConfigs: cfgs, RuntimeHandler: "kata"}, codes.InvalidArgument, nil},
+		{"no usable criu", req(cfgs...), codes.FailedPrecondition, stage0.ErrCheckpointUnsupported},
+		{"another image", req(other, cfgs[1]), codes.FailedPrecondition, nil},
+		{"another command", &runtimeapi.RestorePodRequest{CheckpointPath: otherCmd, Config: sandboxConfig("r"), ContainerConfigs: cfgs}, codes.FailedPrecondition, nil},
+	}
+	for _, tc := range bad {
+		e.rt.criuErr = tc.criu
+		_, err := e.rs.RestorePod(e.ctx, tc.req)
+		wantCode(t, tc.what, err, tc.code)
+		if n := pods(); n != running {
+			t.Fatalf("RestorePod with %s left %d running pods, want %d", tc.what, n, running)
+		}
+	}
+	e.rt.criuErr = nil
+	r, err := e.rs.RestorePod(e.ctx, req(cfgs[1], cfgs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.RestoredContainers) != 2 || r.RestoredContainers[0].Name != "b" || r.RestoredContainers[1].Name != "a" || r.PodSandboxId == orig {
+		t.Fatalf("RestorePod answered %v", r)
+	}
+	for _, rc := range r.RestoredContainers {
+		st, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: rc.ContainerId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			t.Errorf("restored %s is %v", rc.Name, st.Status.State)
+		}
+	}
+	for k, o := range e.rt.appOpts {
+		if strings.HasPrefix(k, r.PodSandboxId) {
+			if o.Prestart || o.RestoreFrom != filepath.Join(ckpt, o.Name) {
+				t.Errorf("app %s added with Prestart %v, RestoreFrom %q", o.Name, o.Prestart, o.RestoreFrom)
+			}
+		}
+	}
+	if !slices.ContainsFunc(e.rt.called(), func(c string) bool { return strings.HasPrefix(c, "AddApp "+r.PodSandboxId) }) {
+		t.Errorf("no app added to the restored sandbox: %v", e.rt.called())
+	}
+}
