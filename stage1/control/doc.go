@@ -77,6 +77,18 @@
 // running app (ErrAppRunning); it makes the supervisor forget the app and
 // destroys its container; the app directory is stage0's to delete.
 //
+// # Checkpoints
+//
+// OpCheckpoint (CheckpointSpec) freezes every listed running app, dumps each
+// with criu (libcontainer's Checkpoint, leaving it running) into
+// <Dir>/<app>/criu and archives its overlay upper directory as
+// <Dir>/<app>/rootfs.tar, then thaws them all and answers; on error it
+// removes what it wrote. libcontainer runs "criu" from PATH: the supervisor
+// links CheckpointSpec.Criu as <pod>/criu/criu and puts that directory
+// first. An app whose directory holds restore/ (criu images, written by
+// stage0 for RestorePod) is restored from them by its OpStart, into a new
+// container, instead of running its process.
+//
 // # Wire protocol (over <pod>/stage1.sock, one connection per call)
 //
 // The client writes one JSON Request followed by '\n'; the server answers one
