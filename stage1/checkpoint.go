@@ -117,7 +117,7 @@ func (a *app) dump(c *libcontainer.Container, dir string) error {
 		return c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
 	})
 	if err != nil {
-		return fmt.Errorf("cannot dump app %q with criu (log: %s): %w", a.name, filepath.Join(images, "dump.log"), err)
+		return fmt.Errorf("cannot dump app %q with criu: %w%s", a.name, err, criuErrors(filepath.Join(images, "dump.log")))
 	}
 	// Should criu have thawed it, freeze it again: the pod-wide cut holds
 	// until every app is dumped.
@@ -154,6 +154,28 @@ func (a *app) dump(c *libcontainer.Container, dir string) error {
 		return fmt.Errorf("cannot archive the writable layer of app %q: %w", a.name, err)
 	}
 	return nil
+}
+
+// criuErrors returns the last error lines of a criu log, for a message
+// (a failed checkpoint's log is removed with it).
+func criuErrors(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return ""
+	}
+	var errs []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "Error") && !strings.Contains(l, "RLIMIT_NOFILE") { // no CAP_SYS_RESOURCE: harmless
+			errs = append(errs, strings.TrimSpace(l))
+		}
+	}
+	if len(errs) > 3 {
+		errs = errs[len(errs)-3:]
+	}
+	if len(errs) == 0 {
+		return ""
+	}
+	return " (criu: " + strings.Join(errs, "; ") + ")"
 }
 
 // useCriu makes libcontainer, which runs "criu" from PATH, run the given

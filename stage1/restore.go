@@ -24,7 +24,8 @@ func (a *app) restore(images string) (*prestarted, error) {
 			return ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
 		})
 		if err != nil {
-			return fmt.Errorf("cannot restore app %q with criu (log: %s): %w", a.name, filepath.Join(work, "restore.log"), err)
+			log := filepath.Join(work, "restore.log")
+			return fmt.Errorf("cannot restore app %q with criu (log: %s): %w%s", a.name, log, err, criuErrors(log))
 		}
 		return nil
 	})

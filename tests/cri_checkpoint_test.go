@@ -146,6 +146,46 @@ func TestCRICheckpointPod(t *testing.T) {
 		}
 	}
 
+	// A dump that fails (criu refuses established TCP connections, which
+	// are not asked for) fails the call, leaves the directory empty and
+	// the containers running.
+	tcp, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+		Config: containerConfig("tcp", imgID, "sh", "-c", "sleep 100000 | nc -l -p 7777 >/dev/null & sleep 1; while true; do echo x; sleep 1; done | nc 127.0.0.1 7777"),
+		SandboxConfig: pc})
+	must(t, "CreateContainer tcp", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: tcp.ContainerId})
+	must(t, "StartContainer tcp", err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		er, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: tcp.ContainerId, Cmd: []string{"netstat", "-tn"}, Timeout: 30})
+		if err != nil {
+			b, _ := os.ReadFile(filepath.Join(logDir, "tcp.log"))
+			t.Fatalf("ExecSync netstat in the tcp container: %v (its log: %s)", err, b)
+		}
+		if strings.Contains(string(er.Stdout), "ESTABLISHED") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no TCP connection in the tcp container: %s", er.Stdout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	failed := t.TempDir()
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: failed,
+		ContainerIds: []string{ids[0], tcp.ContainerId, ids[1]}})
+	if err == nil {
+		t.Fatal("CheckpointPod of a container with an established TCP connection succeeded")
+	}
+	t.Logf("CheckpointPod with a TCP connection: %v", err)
+	if ents, _ := os.ReadDir(failed); len(ents) != 0 {
+		t.Errorf("a failed checkpoint left %v", ents)
+	}
+	for _, name := range []string{"one", "two"} {
+		waitCount(name, lastCount(name)+3)
+	}
+	_, err = c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: tcp.ContainerId, Timeout: 1})
+	must(t, "StopContainer tcp", err)
+
 	// Bad requests: their codes, and nothing written.
 	full := t.TempDir()
 	must(t, "write", os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o600))
@@ -274,6 +314,39 @@ func TestCRICheckpointPod(t *testing.T) {
 	}
 	if after := treeState(t, out); after != before {
 		t.Errorf("RestorePod changed the checkpoint:\n%s\nnow:\n%s", before, after)
+	}
+
+	// The restored pod, once its supervisor is idle (lean, the usual state
+	// of a pod the kubelet checkpoints), is checkpointed again.
+	sv := sandboxPidFromInfo(t, c, rr.PodSandboxId)
+	deadline = time.Now().Add(40 * time.Second)
+	for supervisorImage(sv) != "lean" && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if img := supervisorImage(sv); img != "lean" {
+		t.Fatalf("the restored pod's supervisor runs as %q, not lean", img)
+	}
+	out2 := t.TempDir()
+	var rids []string
+	for _, rc := range rr.RestoredContainers {
+		rids = append(rids, rc.ContainerId)
+	}
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rr.PodSandboxId, OutputPath: out2, ContainerIds: rids})
+	must(t, "CheckpointPod of the restored pod, from its lean supervisor", err)
+	if _, err := stage0.ReadCheckpoint(out2); err != nil {
+		t.Errorf("the second checkpoint: %v", err)
+	}
+	for _, rc := range rr.RestoredContainers {
+		b, _ := os.ReadFile(filepath.Join(logDir2, rc.Name+".log"))
+		n := strings.Count(string(b), "\n")
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && strings.Count(string(b), "\n") < n+3 {
+			time.Sleep(50 * time.Millisecond)
+			b, _ = os.ReadFile(filepath.Join(logDir2, rc.Name+".log"))
+		}
+		if strings.Count(string(b), "\n") < n+3 {
+			t.Errorf("restored %s stopped logging after its checkpoint", rc.Name)
+		}
 	}
 }
 
