@@ -150,7 +150,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	// are not asked for) fails the call, leaves the directory empty and
 	// the containers running.
 	tcp, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
-		Config: containerConfig("tcp", imgID, "sh", "-c", "sleep 100000 | nc -l -p 7777 >/dev/null & sleep 1; while true; do echo x; sleep 1; done | nc 127.0.0.1 7777"),
+		Config:        containerConfig("tcp", imgID, "sh", "-c", "sleep 100000 | nc -l -p 7777 >/dev/null & sleep 1; while true; do echo x; sleep 1; done | nc 127.0.0.1 7777"),
 		SandboxConfig: pc})
 	must(t, "CreateContainer tcp", err)
 	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: tcp.ContainerId})
