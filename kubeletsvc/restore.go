@@ -118,6 +118,9 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 			return nil, err
 		}
 		want := apps[n]
+		if got := stage0.PIDNamespaceOf(spec); got != want.PIDNamespace {
+			return nil, fmt.Errorf("%w: container %q: its PID namespace (%s) is not the checkpointed process's (%s)", errFailedPrecondition, n, got, want.PIDNamespace)
+		}
 		if p := spec.Process; p == nil || !slices.Equal(p.Args, want.Args) || p.Cwd != want.Cwd || p.User.UID != want.UID || p.User.GID != want.GID {
 			return nil, fmt.Errorf("%w: container %q: its command, working directory or user is not the checkpointed process's (%q in %q as %d:%d)",
 				errFailedPrecondition, n, want.Args, want.Cwd, want.UID, want.GID)

@@ -27,7 +27,7 @@ func writeCheckpoint(t *testing.T, e *testEnv, pod string, version int, args []s
 	cm := stage0.CheckpointManifest{Version: version, Pod: schema.PodManifest{UUID: pod}}
 	for _, a := range ps.Apps {
 		cm.Pod.Apps = append(cm.Pod.Apps, a.App)
-		cm.Apps = append(cm.Apps, stage0.CheckpointedApp{Name: a.Name, Args: args})
+		cm.Apps = append(cm.Apps, stage0.CheckpointedApp{Name: a.Name, Args: args, PIDNamespace: "host"})
 		if err := os.MkdirAll(filepath.Join(dir, a.Name, "criu"), 0o700); err != nil {
 			t.Fatal(err)
 		}

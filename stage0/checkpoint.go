@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage1/control"
@@ -59,6 +61,25 @@ type CheckpointedApp struct {
 	Cwd  string   `json:"cwd,omitempty"`
 	UID  uint32   `json:"uid"`
 	GID  uint32   `json:"gid"`
+	// PIDNamespace is PIDNamespaceOf its spec.
+	PIDNamespace string `json:"pidNamespace"`
+}
+
+// PIDNamespaceOf says which PID namespace an app's spec (as stage0 writes
+// it) gives it: "host" (none), "new" (its own, or the pod's when the pod has
+// one: PodManifest.SharedPID) or "joined" (another app's).
+func PIDNamespaceOf(spec *specs.Spec) string {
+	if spec.Linux != nil {
+		for _, ns := range spec.Linux.Namespaces {
+			if ns.Type == specs.PIDNamespace {
+				if ns.Path != "" {
+					return "joined"
+				}
+				return "new"
+			}
+		}
+	}
+	return "host"
 }
 
 // CheckpointOptions say what CheckpointPod dumps and where.
@@ -108,7 +129,7 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 		if err != nil {
 			return err
 		}
-		ca := CheckpointedApp{Name: name}
+		ca := CheckpointedApp{Name: name, PIDNamespace: PIDNamespaceOf(spec)}
 		if spec.Process != nil {
 			ca.Args, ca.Cwd = spec.Process.Args, spec.Process.Cwd
 			ca.UID, ca.GID = spec.Process.User.UID, spec.Process.User.GID

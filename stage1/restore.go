@@ -32,6 +32,19 @@ func (a *app) restore(images string) (*prestarted, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The restoring Container does not know its init's start time (only
+	// Load reads it), so it takes the init for gone and refuses to signal
+	// it: use the container as loaded from its state.
+	c, err := libcontainer.Load(a.sv.runcRoot(), a.name)
+	if err != nil {
+		pre.p.Signal(sigKILL)
+		pre.p.Wait()
+		pre.ctr.Destroy()
+		pre.aio.abort()
+		pre.lw.Close()
+		return nil, fmt.Errorf("cannot load the restored container of app %q: %w", a.name, err)
+	}
+	pre.ctr = c
 	if err := os.RemoveAll(images); err != nil {
 		slog.Warn("cannot remove the restored images", "app", a.name, "error", err)
 	}

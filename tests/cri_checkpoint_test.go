@@ -25,7 +25,8 @@ import (
 // counterScript counts ten times a second in its rootfs (/count, from where
 // it was) and in its log: "i j", where j counts in memory only, from 0 at
 // every start. A restored process goes on with its j; a new one would not.
-const counterScript = `i=0; j=0; [ -f /count ] && i=$(cat /count); while true; do i=$((i+1)); j=$((j+1)); echo $i >/count; echo $i $j; sleep 0.1; done`
+// It exits on SIGTERM, also as the pid 1 of its PID namespace.
+const counterScript = `trap 'exit 0' TERM; i=0; j=0; [ -f /count ] && i=$(cat /count); while true; do i=$((i+1)); j=$((j+1)); echo $i >/count; echo $i $j; sleep 0.1; done`
 
 // TestCRICheckpointPod: CheckpointPod of a pod with two counting
 // containers writes a checkpoint (CRIU images, rootfs layer, manifest) with
@@ -348,6 +349,7 @@ func TestCRICheckpointPod(t *testing.T) {
 			t.Errorf("restored %s stopped logging after its checkpoint", rc.Name)
 		}
 	}
+	stopRestored(t, c, rr)
 }
 
 // treeState describes every entry under dir: name, mode, size, mtime.
@@ -369,6 +371,22 @@ func treeState(t *testing.T, dir string) string {
 	return b.String()
 }
 
+// stopRestored stops restored containers with a grace period: their
+// counters exit 0 on SIGTERM, at once.
+func stopRestored(t *testing.T, c *criClient, rr *runtimeapi.RestorePodResponse) {
+	t.Helper()
+	for _, rc := range rr.RestoredContainers {
+		t0 := time.Now()
+		_, err := c.StopContainer(rpcCtx(t), &runtimeapi.StopContainerRequest{ContainerId: rc.ContainerId, Timeout: 30})
+		must(t, "StopContainer of restored "+rc.Name, err)
+		st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: rc.ContainerId})
+		must(t, "ContainerStatus", err)
+		if d := time.Since(t0); st.Status.ExitCode != 0 || d > 10*time.Second {
+			t.Errorf("restored %s stopped with code %d after %v, want 0 at once (SIGTERM)", rc.Name, st.Status.ExitCode, d)
+		}
+	}
+}
+
 // tarFile returns the content of the regular file name in the tar at p.
 func tarFile(t *testing.T, p, name string) string {
 	t.Helper()
@@ -388,4 +406,92 @@ func tarFile(t *testing.T, p, name string) string {
 			return string(b)
 		}
 	}
+}
+
+// TestCRICheckpointPodOwnPID: containers with their own PID namespaces
+// (the kubelet's default; TestCRICheckpointPod's share the pod's) are
+// checkpointed and restored, each in a new PID namespace, and go on;
+// restoring them into a pod with a shared PID namespace is refused.
+func TestCRICheckpointPodOwnPID(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	ctx := rpcCtx(t)
+	own := func(pc *runtimeapi.PodSandboxConfig) *runtimeapi.PodSandboxConfig {
+		pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}
+		return pc
+	}
+	logDir := t.TempDir()
+	pc := own(podConfig("ckpt-pid", logDir))
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox", err)
+	cfgs := []*runtimeapi.ContainerConfig{
+		containerConfig("one", imgID, "sh", "-c", counterScript),
+		containerConfig("two", imgID, "sh", "-c", counterScript),
+	}
+	for _, cfg := range cfgs {
+		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}
+	}
+	var ids []string
+	for _, cfg := range cfgs {
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, Config: cfg, SandboxConfig: pc})
+		must(t, "CreateContainer", err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+		must(t, "StartContainer", err)
+		ids = append(ids, cc.ContainerId)
+	}
+	count := func(dir, name string, field int) int {
+		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		f := strings.Fields(lines[len(lines)-1])
+		if len(f) <= field {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[field])
+		return n
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitFor("the counters", func() bool { return count(logDir, "one", 4) > 5 && count(logDir, "two", 4) > 5 })
+	cut := count(logDir, "one", 4)
+	out := t.TempDir()
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	must(t, "CheckpointPod", err)
+	_, err = c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: podConfig("shared", t.TempDir()), ContainerConfigs: cfgs})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("RestorePod into a pod with a shared PID namespace: %v, want FailedPrecondition", err)
+	}
+	logDir2 := t.TempDir()
+	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: own(podConfig("restored-pid", logDir2)), ContainerConfigs: cfgs})
+	must(t, "RestorePod", err)
+	for _, rc := range rr.RestoredContainers {
+		_, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: rc.ContainerId})
+		must(t, "StartContainer of restored "+rc.Name, err)
+	}
+	waitFor("the restored counters", func() bool { return count(logDir2, "one", 4) > 0 && count(logDir2, "two", 4) > 0 })
+	b, _ := os.ReadFile(filepath.Join(logDir2, "one.log"))
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	if first, _ := strconv.Atoi(f[4]); first <= cut {
+		t.Errorf("restored one starts at j=%d, not past the %d logged before the checkpoint", first, cut)
+	}
+	// Each is alone in its PID namespace, as its pid 1.
+	for _, rc := range rr.RestoredContainers {
+		er, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: rc.ContainerId, Cmd: []string{"cat", "/proc/1/cmdline"}, Timeout: 30})
+		must(t, "ExecSync cat /proc/1/cmdline", err)
+		if !strings.Contains(string(er.Stdout), "i=0; j=0") {
+			t.Errorf("restored %s: pid 1 of its PID namespace is %q, not its counter", rc.Name, er.Stdout)
+		}
+	}
+	stopRestored(t, c, rr)
 }
