@@ -15,7 +15,7 @@ import (
 
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
-	"github.com/rkt/rkt/pkg/tarx"
+	"github.com/rkt/rkt/pkg/tarx/upper"
 	"github.com/rkt/rkt/stage1/control"
 )
 
@@ -143,7 +143,7 @@ func (a *app) dump(c *libcontainer.Container, dir string) error {
 	if err != nil {
 		return fmt.Errorf("cannot create %q: %w", p, err)
 	}
-	err = tarx.ArchiveOverlayUpper(f, a.dir().Upper())
+	err = upper.Archive(f, a.dir().Upper())
 	if err == nil {
 		err = f.Sync()
 	}

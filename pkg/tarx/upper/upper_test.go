@@ -1,4 +1,4 @@
-package tarx
+package upper
 
 import (
 	"bytes"
@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/tarx"
 )
 
-// TestArchiveOverlayUpperRoundTrip: an upper directory archived and
+// TestArchiveRoundTrip: an upper directory archived and
 // extracted with WhiteoutOverlay comes back with its files, links,
 // whiteouts and opaque directories.
-func TestArchiveOverlayUpperRoundTrip(t *testing.T) {
+func TestArchiveRoundTrip(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("whiteouts and trusted.* attributes need root")
 	}
@@ -32,9 +34,9 @@ func TestArchiveOverlayUpperRoundTrip(t *testing.T) {
 	must(unix.Setxattr(filepath.Join(up, "a"), "user.note", []byte("v"), 0))
 	must(unix.Mknod(filepath.Join(up, "gone"), unix.S_IFCHR, 0))
 	var buf bytes.Buffer
-	must(ArchiveOverlayUpper(&buf, up))
+	must(Archive(&buf, up))
 	out := t.TempDir()
-	must(Extract(&buf, out, Options{Whiteouts: WhiteoutOverlay}))
+	must(tarx.Extract(&buf, out, tarx.Options{Whiteouts: tarx.WhiteoutOverlay}))
 
 	if b, err := os.ReadFile(filepath.Join(out, "a")); err != nil || string(b) != "data" {
 		t.Errorf("a: %q, %v", b, err)

@@ -1,4 +1,7 @@
-package tarx
+// Package upper archives an overlayfs upper directory as an OCI layer. It
+// is apart from package tarx so that stage1, which archives apps' writable
+// layers for checkpoints, does not link tarx's decompressors.
+package upper
 
 import (
 	"archive/tar"
@@ -12,13 +15,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ArchiveOverlayUpper writes the overlayfs upper directory dir to w as an
+const (
+	whiteoutPrefix     = ".wh."
+	whiteoutOpaque     = ".wh..wh..opq"
+	opaqueXattr        = "trusted.overlay.opaque"
+	overlayXattrPrefix = "trusted.overlay."
+	xattrPAXPrefix     = "SCHILY.xattr."
+)
+
+// Archive writes the overlayfs upper directory dir to w as an
 // uncompressed OCI layer: a 0/0 character device <name> (a whiteout) becomes
 // ".wh.<name>", a directory with trusted.overlay.opaque=y gets a
 // ".wh..wh..opq" entry, other trusted.overlay.* attributes are dropped.
-// Extract with WhiteoutOverlay turns it back into an upper directory.
+// tarx.Extract with WhiteoutOverlay turns it back into an upper directory.
 // Owners, modes, times, hardlinks, device nodes and xattrs are kept.
-func ArchiveOverlayUpper(w io.Writer, dir string) error {
+func Archive(w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
 	links := map[[2]uint64]string{} // (dev, ino) of multiply-linked files -> first name
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
