@@ -274,11 +274,13 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 // commit writes the app's record and manifest, then the pod manifest that
 // lists it. The files of sync are synced and the three staged (written and
 // synced under temporary names) first; the app's two are then put in place
-// and their directory synced once, and only then the pod manifest, so that
-// the app is never listed before its files are durable. (The syncs run one
-// after the other: syncs run at once would each hold an OS thread of the
-// service, whose count must not grow with concurrent calls.) The caller
-// removes the app directory on error.
+// and their directory synced, then apps/ (the entry of the app's directory),
+// and only then the pod manifest, so that the app is never listed before
+// its files are durable (a listed app without its directory counts as
+// removed: schema.PodDir.DropRemovedApps). The syncs run one after the
+// other: syncs run at once would each hold an OS thread of the service,
+// whose count must not grow with concurrent calls. The caller removes the
+// app directory on error.
 func (na *newApp) commit(p *pod, sync ...string) error {
 	for _, f := range sync {
 		if err := fileperm.SyncFile(f); err != nil {
@@ -316,6 +318,10 @@ func (na *newApp) commit(p *pod, sync ...string) error {
 		}
 	}
 	if err := fileperm.SyncDir(string(appDir)); err != nil {
+		return err
+	}
+	// the app directory's own entry, made by newAppRecord
+	if err := fileperm.SyncDir(p.layout().AppsDir()); err != nil {
 		return err
 	}
 	if err := staged[2].Install(); err != nil {
