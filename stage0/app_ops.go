@@ -75,7 +75,8 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	name := na.app.Name
 	// The rootfs and spec come first, so that the supervisor creates the
 	// container (Prestart) while the spec and the records are synced and
-	// written; the records' directory sync covers the spec's rename.
+	// written; the records' directory sync covers the spec's rename. The
+	// supervisor's answer is read after the records are written.
 	if err := r.materializeRecord(p, na.pm, name, &na.rec, false); err != nil {
 		r.removeAppDir(p, name)
 		return "", err
@@ -86,13 +87,15 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 			return "", err
 		}
 	}
-	var c *control.Client
+	var pre *control.Pending
 	if opts.Prestart && opts.RestoreFrom == "" {
-		c = r.prestartApp(ctx, p, &na.app)
+		pre = r.sendPrestart(ctx, p, &na.app)
 	}
-	if err := na.commit(p, p.appDir(name).Spec()); err != nil {
-		if c != nil {
-			if rerr := c.RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
+	err = na.commit(p, p.appDir(name).Spec())
+	prestarted := pre != nil && r.prestarted(p, name, pre)
+	if err != nil {
+		if prestarted {
+			if rerr := control.NewClient(p.dir).RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
 				r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", rerr)
 			}
 		}
@@ -102,16 +105,26 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	return name, nil
 }
 
-// prestartApp asks the supervisor to create the app's container now and
-// returns its client; a failure is only logged (nil client), as StartApp
-// creates the container then.
-func (r *Runtime) prestartApp(ctx context.Context, p *pod, app *schema.App) *control.Client {
-	c := control.NewClient(p.dir)
-	if err := c.PrestartApp(ctx, app); err != nil {
+// sendPrestart asks the supervisor to create the app's container now; nil
+// if the request could not be sent (logged: StartApp creates the container
+// then).
+func (r *Runtime) sendPrestart(ctx context.Context, p *pod, app *schema.App) *control.Pending {
+	pre, err := control.NewClient(p.dir).SendPrestartApp(ctx, app)
+	if err != nil {
 		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app.Name, "error", err)
 		return nil
 	}
-	return c
+	return pre
+}
+
+// prestarted reads the supervisor's answer to a prestart request and
+// reports whether it took it (a refusal is only logged, as in sendPrestart).
+func (r *Runtime) prestarted(p *pod, app string, pre *control.Pending) bool {
+	if err := pre.Wait(); err != nil {
+		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app, "error", err)
+		return false
+	}
+	return true
 }
 
 // findApp resolves an app name; empty means the pod's only app.

@@ -144,7 +144,7 @@ func DefaultSeccomp(caps []string) *specs.LinuxSeccomp {
 	sc := &specs.LinuxSeccomp{
 		DefaultAction:   specs.ActErrno,
 		DefaultErrnoRet: &eperm,
-		Architectures:   seccompArchs(runtime.GOARCH),
+		Architectures:   kernelArchs(seccompArchs(runtime.GOARCH)),
 		Syscalls:        []specs.LinuxSyscall{{Names: append([]string{}, defaultSyscalls...), Action: specs.ActAllow}},
 	}
 	has := map[string]bool{}

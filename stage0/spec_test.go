@@ -1,6 +1,8 @@
 package stage0
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -346,7 +348,56 @@ func TestSeccompArchs(t *testing.T) {
 			t.Errorf("seccompArchs(%s) = %v, want %v", tc.goarch, got, tc.want)
 		}
 	}
-	if got := DefaultSeccomp(nil).Architectures; !slices.Equal(got, seccompArchs(runtime.GOARCH)) {
+	if got := DefaultSeccomp(nil).Architectures; !slices.Equal(got, kernelArchs(seccompArchs(runtime.GOARCH))) {
 		t.Errorf("the default profile lists %v, not this machine's architectures", got)
 	}
+}
+
+// TestX32Probe: a kernel built without the x32 ABI is probed as not running
+// it, and the default profile then leaves x32 out (the other ABIs stay).
+func TestX32Probe(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x32 is an amd64 ABI")
+	}
+	cfg := kernelConfig(t)
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil || !strings.Contains(string(st), "\nSeccomp:\t0\n") {
+		t.Skip("under a seccomp filter: no probe")
+	}
+	if !strings.Contains(cfg, "# CONFIG_X86_X32_ABI is not set") {
+		t.Skip("the kernel has x32 (a boot parameter may still disable it)")
+	}
+	if x32Runs() {
+		t.Fatal("probe: x32 runs on a kernel built without it")
+	}
+	want := []specs.Arch{specs.ArchX86_64, specs.ArchX86}
+	if got := DefaultSeccomp(nil).Architectures; !slices.Equal(got, want) {
+		t.Errorf("default profile's architectures %v, want %v", got, want)
+	}
+}
+
+// kernelConfig returns the running kernel's build configuration
+// (/proc/config.gz, else /boot/config-<release>), or skips the test.
+func kernelConfig(t *testing.T) string {
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/boot/config-" + unix.ByteSliceToString(uts.Release[:]))
+	if err != nil {
+		t.Skipf("no kernel config to compare with: %v", err)
+	}
+	return string(b)
 }

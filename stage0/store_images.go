@@ -16,7 +16,7 @@ type storeImages struct{ s *store.Store }
 
 // AppImage resolves ref in the store, unpacks its layers and marks it used.
 func (si storeImages) AppImage(ctx context.Context, ref string) (*Image, error) {
-	img, err := si.s.ResolveImage(ref)
+	img, mark, err := si.s.ResolveImageForUse(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -24,8 +24,10 @@ func (si storeImages) AppImage(ctx context.Context, ref string) (*Image, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cannot unpack the layers of image %s: %w", img.ID, err)
 	}
-	if err := si.s.MarkUsed(img.ID); err != nil {
-		return nil, err
+	if mark {
+		if err := si.s.MarkUsed(img.ID); err != nil {
+			return nil, err
+		}
 	}
 	name := ref
 	if looksLikeID(ref) && len(img.Names) > 0 {

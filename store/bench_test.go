@@ -142,3 +142,20 @@ func BenchmarkListImages500(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResolveImage measures one resolve by name: a read-only open of
+// the index (flock, mmap), a lookup and the close.
+func BenchmarkResolveImage(b *testing.B) {
+	reg := startRegistry(b)
+	s := newStore(b)
+	ref := reg.push(b, "bench/resolve:1", testImage(b, "R=1", []entry{{name: "r", body: "r"}}))
+	if _, err := s.Fetch(context.Background(), ref, FetchOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.ResolveImage(ref); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

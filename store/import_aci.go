@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // ACIOptions tune ImportACI.
@@ -59,7 +61,7 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 		if err := writeACILayer(p, link.m, tmp, key); err != nil {
 			return nil, err
 		}
-		l, err := tarball.LayerFromFile(tmp.Name())
+		l, err := aciLayerOf(tmp.Name())
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the layer of ACI %q: %w", p, err)
 		}
@@ -84,3 +86,29 @@ func (s *Store) importACI(ctx context.Context, path string, aopts ACIOptions, op
 	}
 	return s.importImage(ctx, img, names, nil, opts)
 }
+
+// aciLayer is the uncompressed tar of one ACI of a chain; partial gzips it
+// as tarball.LayerFromFile does (gzip.BestSpeed, the same bytes, so the
+// same digests), without linking tarball's zstd encoder into rkt.
+type aciLayer struct {
+	path   string
+	diffID v1.Hash
+}
+
+// aciLayerOf returns the layer of the uncompressed tar at path.
+func aciLayerOf(path string) (v1.Layer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open layer %s: %w", path, err)
+	}
+	defer f.Close()
+	h, _, err := v1.SHA256(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read layer %s: %w", path, err)
+	}
+	return partial.UncompressedToLayer(&aciLayer{path: path, diffID: h})
+}
+
+func (l *aciLayer) DiffID() (v1.Hash, error)             { return l.diffID, nil }
+func (l *aciLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.path) }
+func (l *aciLayer) MediaType() (types.MediaType, error)  { return types.DockerLayer, nil }

@@ -7,12 +7,16 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -224,5 +228,45 @@ func TestImportLegacy(t *testing.T) {
 		if _, err := os.Stat(li.Path); err != nil {
 			t.Errorf("rkt 1.x's ACI %s: %v", li.Key, err)
 		}
+	}
+}
+
+// TestACILayerAsTarball: the layer of an ACI has the digests, size and
+// media type tarball.LayerFromFile gave it (ImportACI used it), so an ACI
+// imported again is the image it was.
+func TestACILayerAsTarball(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "layer.tar")
+	files := []entry{{name: "bin", typ: tar.TypeDir}, {name: "bin/hello", body: strings.Repeat("hello ", 5000), mode: 0o755}}
+	if err := os.WriteFile(p, tarBytes(t, files), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, err := tarball.LayerFromFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := aciLayerOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []v1.Layer{want, got} {
+		d, err1 := l.Digest()
+		id, err2 := l.DiffID()
+		n, err3 := l.Size()
+		mt, err4 := l.MediaType()
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("digest %s diff ID %s size %d media type %s", d, id, n, mt)
+	}
+	wd, _ := want.Digest()
+	gd, _ := got.Digest()
+	wid, _ := want.DiffID()
+	gid, _ := got.DiffID()
+	wn, _ := want.Size()
+	gn, _ := got.Size()
+	wmt, _ := want.MediaType()
+	gmt, _ := got.MediaType()
+	if wd != gd || wid != gid || wn != gn || wmt != gmt {
+		t.Errorf("ACI layer %s %s %d %s, tarball's %s %s %d %s", gd, gid, gn, gmt, wd, wid, wn, wmt)
 	}
 }

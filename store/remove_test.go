@@ -266,3 +266,33 @@ func TestMarkUsedFirstUse(t *testing.T) {
 		t.Errorf("first use not recorded: imported %v, last used %v (%v)", got.ImportedAt, got.LastUsedAt, err)
 	}
 }
+
+// TestResolveImageForUse: the resolve reports a use to record for an image
+// never used, and for one last used before markUsedStep, not after a use
+// just recorded.
+func TestResolveImageForUse(t *testing.T) {
+	reg := startRegistry(t)
+	s := newStore(t)
+	ref := reg.push(t, "mu/use:1", testImage(t, "MU=3", []entry{{name: "m", body: "m"}}))
+	img, err := s.Fetch(context.Background(), ref, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want bool) {
+		t.Helper()
+		got, mark, err := s.ResolveImageForUse(ref)
+		if err != nil || got.ID != img.ID || mark != want {
+			t.Errorf("%s: ResolveImageForUse = %v, mark %v, %v; want %s, mark %v", when, got, mark, err, img.ID, want)
+		}
+	}
+	check("never used", true)
+	if err := s.MarkUsed(img.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("just used", false)
+	backdate(t, s, img.ID, time.Now().Add(-2*markUsedStep))
+	check("used long ago", true)
+	if _, _, err := s.ResolveImageForUse(strings.Replace(ref, "use", "none", 1)); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("missing image: %v", err)
+	}
+}

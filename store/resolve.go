@@ -24,6 +24,26 @@ func (s *Store) ResolveImage(ref string) (*Image, error) {
 	return rec.image()
 }
 
+// ResolveImageForUse is ResolveImage for a pod about to use the image; it
+// also reports whether MarkUsed has a use to record, from the same
+// transaction (the index is opened once, not twice, per container).
+func (s *Store) ResolveImageForUse(ref string) (*Image, bool, error) {
+	var rec *imageRecord
+	err := s.view(func(tx *txn) error {
+		var err error
+		rec, err = resolve(tx, ref)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	img, err := rec.image()
+	if err != nil {
+		return nil, false, err
+	}
+	return img, !rec.usedRecently(), nil
+}
+
 func isHexPrefix(s string) bool {
 	if s == "" || len(s) > 64 || strings.ToLower(s) != s {
 		return false
@@ -118,6 +138,12 @@ func (s *Store) ListImages() ([]*Image, error) {
 // GC grace periods counted in hours.
 const markUsedStep = time.Minute
 
+// usedRecently reports whether the image's last use is recorded to within
+// markUsedStep; an image never used yet has its first use to record.
+func (r *imageRecord) usedRecently() bool {
+	return r.LastUsedAt.After(r.ImportedAt) && time.Since(r.LastUsedAt) < markUsedStep
+}
+
 // MarkUsed records that a pod uses the image now (for GC's grace period),
 // to within markUsedStep once it has been used.
 func (s *Store) MarkUsed(id string) error {
@@ -130,8 +156,7 @@ func (s *Store) MarkUsed(id string) error {
 		if rec == nil {
 			return &NotFoundError{Ref: id}
 		}
-		// an image never used yet gets its first use recorded
-		fresh = rec.LastUsedAt.After(rec.ImportedAt) && time.Since(rec.LastUsedAt) < markUsedStep
+		fresh = rec.usedRecently()
 		return nil
 	}); err != nil || fresh {
 		return err

@@ -18,7 +18,7 @@ var (
 // Decompress returns the uncompressed stream of r, which may be gzip, zstd
 // or plain (detected by magic bytes). Close releases the decompressor, not r.
 func Decompress(r io.Reader) (io.ReadCloser, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(4)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("cannot read layer header: %w", err)

@@ -69,6 +69,9 @@ type extractor struct {
 	buf      []byte
 }
 
+// copyBufSize is the buffer Extract writes files from, reused for each.
+const copyBufSize = 128 << 10
+
 // Extract unpacks the uncompressed tar stream r into the existing directory
 // dest. On error dest may hold part of the stream: callers extract into a
 // temporary directory and rename it when Extract succeeds.
@@ -81,7 +84,7 @@ func Extract(r io.Reader, dest string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("cannot extract into %q: %w", dest, err)
 	}
-	x := &extractor{root: root, opts: opts, isRoot: os.Geteuid() == 0, created: map[string]bool{}, buf: make([]byte, 1<<20)}
+	x := &extractor{root: root, opts: opts, isRoot: os.Geteuid() == 0, created: map[string]bool{}, buf: make([]byte, copyBufSize)}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -222,7 +225,9 @@ func (x *extractor) writeFile(target string, r io.Reader, size int64) error {
 	if err != nil {
 		return err
 	}
-	n, err := io.CopyBuffer(f, io.LimitReader(r, size), x.buf)
+	// Only the file's Write: *os.File's ReadFrom would ignore x.buf and
+	// allocate a buffer per file.
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, io.LimitReader(r, size), x.buf)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

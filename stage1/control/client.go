@@ -69,41 +69,72 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 // roundTrip sends req on a new connection and reads the Response. On success
 // with keep=true it returns the still-open connection and its reader.
 func (c *Client) roundTrip(ctx context.Context, req *Request, keep bool) (*Response, net.Conn, *bufio.Reader, error) {
+	p, err := c.send(ctx, req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p.receive(keep)
+}
+
+// Pending is a request sent whose answer is still to be read.
+type Pending struct {
+	c    *Client
+	ctx  context.Context
+	req  *Request
+	conn net.Conn
+	stop func() bool
+}
+
+// send dials and sends req.
+func (c *Client) send(ctx context.Context, req *Request) (*Pending, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	fail := func(err error) (*Response, net.Conn, *bufio.Reader, error) {
-		stop()
-		conn.Close()
-		if ctx.Err() != nil {
-			return nil, nil, nil, fmt.Errorf("%s %q: %w", req.Op, req.App, ctx.Err())
-		}
-		return nil, nil, nil, err
-	}
+	p := &Pending{c: c, ctx: ctx, req: req, conn: conn,
+		stop: context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })}
 	b, err := json.Marshal(req)
 	if err != nil {
-		return fail(fmt.Errorf("cannot encode %s request: %w", req.Op, err))
+		return nil, p.fail(fmt.Errorf("cannot encode %s request: %w", req.Op, err))
 	}
 	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return fail(fmt.Errorf("cannot send %s request to %q: %w", req.Op, c.sock, err))
+		return nil, p.fail(fmt.Errorf("cannot send %s request to %q: %w", req.Op, c.sock, err))
 	}
-	br := bufio.NewReader(conn)
+	return p, nil
+}
+
+func (p *Pending) fail(err error) error {
+	p.stop()
+	p.conn.Close()
+	if p.ctx.Err() != nil {
+		return fmt.Errorf("%s %q: %w", p.req.Op, p.req.App, p.ctx.Err())
+	}
+	return err
+}
+
+// receive reads the Response; with keep=true it returns the still-open
+// connection and its reader.
+func (p *Pending) receive(keep bool) (*Response, net.Conn, *bufio.Reader, error) {
+	br := bufio.NewReader(p.conn)
 	var resp Response
 	if err := ReadMessage(br, &resp); err != nil {
-		return fail(fmt.Errorf("bad answer to %s from %q: %w", req.Op, c.sock, err))
+		return nil, nil, nil, p.fail(fmt.Errorf("bad answer to %s from %q: %w", p.req.Op, p.c.sock, err))
 	}
 	if resp.Error != "" {
-		return fail(responseError(req, &resp))
+		return nil, nil, nil, p.fail(responseError(p.req, &resp))
 	}
+	p.stop()
 	if !keep {
-		stop()
-		conn.Close()
+		p.conn.Close()
 		return &resp, nil, nil, nil
 	}
-	stop()
-	return &resp, conn, br, nil
+	return &resp, p.conn, br, nil
+}
+
+// Wait reads the answer to the request and closes its connection.
+func (p *Pending) Wait() error {
+	_, _, _, err := p.receive(false)
+	return err
 }
 
 func responseError(req *Request, resp *Response) error {
@@ -149,6 +180,13 @@ func (c *Client) StartApp(ctx context.Context, name string) error {
 func (c *Client) PrestartApp(ctx context.Context, app *schema.App) error {
 	_, err := c.call(ctx, &Request{Op: OpPrestart, App: app.Name, Manifest: app})
 	return err
+}
+
+// SendPrestartApp is PrestartApp without waiting for the answer: Wait reads
+// it, which the caller does before any other call about the app (the
+// supervisor takes the prestart in hand before it answers).
+func (c *Client) SendPrestartApp(ctx context.Context, app *schema.App) (*Pending, error) {
+	return c.send(ctx, &Request{Op: OpPrestart, App: app.Name, Manifest: app})
 }
 
 // StopApp sends SIGTERM to the app, SIGKILL after timeout, and returns once it
