@@ -12,16 +12,8 @@ import (
 // name@digest. It returns an error matching ErrImageNotFound or
 // ErrAmbiguousRef when nothing or more than one image matches.
 func (s *Store) ResolveImage(ref string) (*Image, error) {
-	var rec *imageRecord
-	err := s.view(func(tx *txn) error {
-		var err error
-		rec, err = resolve(tx, ref)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rec.image()
+	img, _, err := s.ResolveImageForUse(ref)
+	return img, err
 }
 
 // ResolveImageForUse is ResolveImage for a pod about to use the image; it

@@ -19,6 +19,8 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/tarx/upper"
 )
 
 // WhiteoutMode says what Extract does with OCI whiteout entries.
@@ -35,12 +37,11 @@ const (
 )
 
 const (
-	whiteoutPrefix = ".wh."
-	whiteoutOpaque = ".wh..wh..opq"
-	opaqueXattr    = "trusted.overlay.opaque"
-	// overlayXattrPrefix: attributes overlayfs interprets.
-	overlayXattrPrefix = "trusted.overlay."
-	xattrPAXPrefix     = "SCHILY.xattr."
+	whiteoutPrefix     = upper.WhiteoutPrefix
+	whiteoutOpaque     = upper.WhiteoutOpaque
+	opaqueXattr        = upper.OpaqueXattr
+	overlayXattrPrefix = upper.OverlayXattrPrefix
+	xattrPAXPrefix     = upper.XattrPAXPrefix
 )
 
 // Options tune Extract.

@@ -15,12 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The names of OCI layers and overlayfs that pkg/tarx reads back.
 const (
-	whiteoutPrefix     = ".wh."
-	whiteoutOpaque     = ".wh..wh..opq"
-	opaqueXattr        = "trusted.overlay.opaque"
-	overlayXattrPrefix = "trusted.overlay."
-	xattrPAXPrefix     = "SCHILY.xattr."
+	WhiteoutPrefix = ".wh."
+	WhiteoutOpaque = ".wh..wh..opq"
+	OpaqueXattr    = "trusted.overlay.opaque"
+	// OverlayXattrPrefix: attributes overlayfs interprets.
+	OverlayXattrPrefix = "trusted.overlay."
+	XattrPAXPrefix     = "SCHILY.xattr."
 )
 
 // Archive writes the overlayfs upper directory dir to w as an
@@ -55,7 +57,7 @@ func Archive(w io.Writer, dir string) error {
 			}
 		}
 		if fi.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0 {
-			wh := filepath.Join(filepath.Dir(rel), whiteoutPrefix+filepath.Base(rel))
+			wh := filepath.Join(filepath.Dir(rel), WhiteoutPrefix+filepath.Base(rel))
 			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
 		}
 		link := ""
@@ -101,7 +103,7 @@ func Archive(w io.Writer, dir string) error {
 			}
 		}
 		if opaque {
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.Join(rel, whiteoutOpaque), Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.Join(rel, WhiteoutOpaque), Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
 		}
 		return nil
 	})
@@ -136,17 +138,17 @@ func xattrRecords(p string) (map[string]string, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("cannot read attribute %s of %s: %w", name, p, err)
 		}
-		if name == opaqueXattr {
+		if name == OpaqueXattr {
 			opaque = string(val[:n]) == "y"
 			continue
 		}
-		if strings.HasPrefix(name, overlayXattrPrefix) {
+		if strings.HasPrefix(name, OverlayXattrPrefix) {
 			continue
 		}
 		if recs == nil {
 			recs = map[string]string{}
 		}
-		recs[xattrPAXPrefix+name] = string(val[:n])
+		recs[XattrPAXPrefix+name] = string(val[:n])
 	}
 	return recs, opaque, nil
 }

@@ -1,4 +1,4 @@
-package upper
+package upper_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/tarx"
+	"github.com/rkt/rkt/pkg/tarx/upper"
 )
 
 // TestArchiveRoundTrip: an upper directory archived and
@@ -29,12 +30,12 @@ func TestArchiveRoundTrip(t *testing.T) {
 	must(os.Link(filepath.Join(up, "a"), filepath.Join(up, "a-link")))
 	must(os.Symlink("a", filepath.Join(up, "sym")))
 	must(os.Mkdir(filepath.Join(up, "opq"), 0o755))
-	must(unix.Setxattr(filepath.Join(up, "opq"), opaqueXattr, []byte("y"), 0))
+	must(unix.Setxattr(filepath.Join(up, "opq"), upper.OpaqueXattr, []byte("y"), 0))
 	must(os.WriteFile(filepath.Join(up, "opq", "kept"), []byte("k"), 0o600))
 	must(unix.Setxattr(filepath.Join(up, "a"), "user.note", []byte("v"), 0))
 	must(unix.Mknod(filepath.Join(up, "gone"), unix.S_IFCHR, 0))
 	var buf bytes.Buffer
-	must(Archive(&buf, up))
+	must(upper.Archive(&buf, up))
 	out := t.TempDir()
 	must(tarx.Extract(&buf, out, tarx.Options{Whiteouts: tarx.WhiteoutOverlay}))
 
@@ -51,7 +52,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 		t.Errorf("sym: %q, %v", l, err)
 	}
 	val := make([]byte, 8)
-	if n, err := unix.Getxattr(filepath.Join(out, "opq"), opaqueXattr, val); err != nil || string(val[:n]) != "y" {
+	if n, err := unix.Getxattr(filepath.Join(out, "opq"), upper.OpaqueXattr, val); err != nil || string(val[:n]) != "y" {
 		t.Errorf("opq is not opaque: %q, %v", val[:n], err)
 	}
 	if n, err := unix.Getxattr(filepath.Join(out, "a"), "user.note", val); err != nil || string(val[:n]) != "v" {
