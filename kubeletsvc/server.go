@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +87,9 @@ func newGRPCServer(svc *criService, in *instrument, opts ...grpc.ServerOption) *
 		grpc.ChainUnaryInterceptor(in.unary),
 		grpc.ChainStreamInterceptor(in.stream),
 		grpc.ForceServerCodecV2(newCodec(svc)),
+		// calls run on kept goroutines, whose stacks have grown already,
+		// not each on a new one
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc)
 	runtimeapi.RegisterImageServiceServer(g, svc)
