@@ -29,7 +29,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	must(os.WriteFile(filepath.Join(up, "a"), []byte("data"), 0o640))
 	must(os.Link(filepath.Join(up, "a"), filepath.Join(up, "a-link")))
 	must(os.Symlink("a", filepath.Join(up, "sym")))
-	must(os.Mkdir(filepath.Join(up, "opq"), 0o755))
+	must(os.Mkdir(filepath.Join(up, "opq"), 0o700))
 	must(unix.Setxattr(filepath.Join(up, "opq"), upper.OpaqueXattr, []byte("y"), 0))
 	must(os.WriteFile(filepath.Join(up, "opq", "kept"), []byte("k"), 0o600))
 	must(unix.Setxattr(filepath.Join(up, "a"), "user.note", []byte("v"), 0))
