@@ -88,9 +88,14 @@ func BenchmarkServiceRSS(b *testing.B) {
 		b.Cleanup(func() { os.WriteFile(keep, []byte(svc.Log()), 0o600) })
 	}
 	c := dialCRI(b, svc)
+	pid, exe := svc.cmd.Process.Pid, testutil.RKTBin(b)
+	_, err := c.Version(context.Background(), &runtimeapi.VersionRequest{})
+	must(b, "Version", err)
+	time.Sleep(time.Second)
+	empty := readRSSParts(pid, exe)
+
 	_, imgID := pullTestImage(b, c)
 	b.Cleanup(func() { removeAllPods(b, c) })
-	pid, exe := svc.cmd.Process.Pid, testutil.RKTBin(b)
 	ctx := context.Background()
 	logDir := b.TempDir()
 
@@ -132,6 +137,7 @@ func BenchmarkServiceRSS(b *testing.B) {
 	after := readRSSParts(pid, exe)
 
 	fmt.Printf("BenchmarkServiceRSS: kubelet-service (%s)\n", exe)
+	fmt.Printf("  idle after start           %v\n", empty)
 	fmt.Printf("  idle after start and pull  %v\n", idle)
 	fmt.Printf("  idle at 10 pods            %v\n", at10)
 	fmt.Printf("  10 pods, after 420 calls   %v\n", after)
