@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -56,4 +57,36 @@ func (c *criService) CheckpointPod(ctx context.Context, r *runtimeapi.Checkpoint
 		return nil, fmt.Errorf("cannot checkpoint pod sandbox %s: %w", s.ID(), err)
 	}
 	return &runtimeapi.CheckpointPodResponse{}, nil
+}
+
+// CheckpointContainer writes a checkpoint of a running container as a tar
+// archive at location (stage0.CheckpointApp: a one-container pod
+// checkpoint; extracted, RestorePod restores it). A timeout > 0 bounds the
+// call, in seconds.
+func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
+	if r.GetLocation() == "" {
+		return nil, invalidf("no checkpoint archive location given")
+	}
+	if r.GetTimeout() < 0 {
+		return nil, invalidf("negative timeout %d", r.GetTimeout())
+	}
+	ct, err := c.getContainer(ctx, r.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	if !ct.sb.ready() {
+		return nil, fmt.Errorf("%w: pod sandbox %s of container %s is not running", errFailedPrecondition, ct.sb.ID(), ct.id)
+	}
+	if ct.app.State != schema.AppRunning {
+		return nil, fmt.Errorf("%w: container %s is %s, not running", errFailedPrecondition, ct.id, ct.app.State)
+	}
+	if t := r.GetTimeout(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		defer cancel()
+	}
+	if err := c.rt.CheckpointApp(ctx, ct.sb.ID(), ct.app.App.Name, r.GetLocation()); err != nil {
+		return nil, fmt.Errorf("cannot checkpoint container %s: %w", ct.id, err)
+	}
+	return &runtimeapi.CheckpointContainerResponse{}, nil
 }

@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -53,5 +54,47 @@ func TestCheckpointPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.rs.CheckpointPod(e.ctx, req(a))
+	wantCode(t, "a stopped sandbox", err, codes.FailedPrecondition)
+}
+
+func TestCheckpointContainer(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	a := e.startContainer(t, pod, "a")
+	created := e.createContainer(t, pod, "new")
+	req := func(id string) *runtimeapi.CheckpointContainerRequest {
+		return &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: "/ckpt.tar", Timeout: 30}
+	}
+	if _, err := e.rs.CheckpointContainer(e.ctx, req(a)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "CheckpointApp " + pod + " a-0 /ckpt.tar"; !slices.Contains(e.rt.called(), want) {
+		t.Errorf("stage0 calls %v lack %q", e.rt.called(), want)
+	}
+	bad := []struct {
+		what string
+		req  *runtimeapi.CheckpointContainerRequest
+		code codes.Code
+	}{
+		{"no location", &runtimeapi.CheckpointContainerRequest{ContainerId: a}, codes.InvalidArgument},
+		{"a negative timeout", &runtimeapi.CheckpointContainerRequest{ContainerId: a, Location: "/ckpt.tar", Timeout: -1}, codes.InvalidArgument},
+		{"a created container", req(created), codes.FailedPrecondition},
+		{"an unknown container", req(pod[:8] + "unknown"), codes.NotFound},
+		{"no container", req(""), codes.InvalidArgument},
+	}
+	for _, tc := range bad {
+		n := len(e.rt.called())
+		_, err := e.rs.CheckpointContainer(e.ctx, tc.req)
+		wantCode(t, tc.what, err, tc.code)
+		for _, c := range e.rt.called()[n:] {
+			if strings.HasPrefix(c, "CheckpointApp") {
+				t.Errorf("%s: stage0 was asked to checkpoint: %s", tc.what, c)
+			}
+		}
+	}
+	if _, err := e.rs.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.rs.CheckpointContainer(e.ctx, req(a))
 	wantCode(t, "a stopped sandbox", err, codes.FailedPrecondition)
 }

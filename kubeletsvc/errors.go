@@ -53,6 +53,7 @@ var codeSentinels = []struct {
 	{stage0.ErrAppNotFound, codes.NotFound},
 	{stage0.ErrAmbiguousUUID, codes.InvalidArgument},
 	{stage0.ErrAppExists, codes.AlreadyExists},
+	{stage0.ErrExists, codes.AlreadyExists},
 	{stage0.ErrNotRunning, codes.FailedPrecondition},
 	{stage0.ErrInvalidState, codes.FailedPrecondition},
 	{stage0.ErrInvalid, codes.InvalidArgument},

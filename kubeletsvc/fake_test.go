@@ -399,6 +399,16 @@ func (f *fakeRuntime) CheckpointPod(_ context.Context, uuid string, opts stage0.
 	return nil
 }
 
+func (f *fakeRuntime) CheckpointApp(_ context.Context, uuid, app, archive string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.runningApp(uuid, app); err != nil {
+		return err
+	}
+	f.record("CheckpointApp %s %s %s", uuid, app, archive)
+	return nil
+}
+
 func (f *fakeRuntime) Criu() (string, string, error) {
 	return "/usr/sbin/criu", "4.1.1", f.criuErr
 }

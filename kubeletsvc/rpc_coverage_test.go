@@ -14,9 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// notSupported are the only RPCs answered with Unimplemented: rkt has no
-// CRIU integration.
-var notSupported = map[string]bool{"CheckpointContainer": true}
+// notSupported are the RPCs answered with Unimplemented: none.
+var notSupported = map[string]bool{}
 
 // TestEveryRPCImplemented calls every RPC of both CRI services, as this
 // cri-api version declares them, with an empty request: none may fall

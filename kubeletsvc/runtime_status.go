@@ -3,8 +3,6 @@ package kubeletsvc
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -72,10 +70,4 @@ func (c *criService) UpdateRuntimeConfig(ctx context.Context, r *runtimeapi.Upda
 		return nil, invalidf("pod CIDR %q: %v", cidr, err)
 	}
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
-}
-
-// CheckpointContainer is not supported (CheckpointPod is): it is the only
-// call the service answers with Unimplemented (TestEveryRPCImplemented).
-func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "checkpointing single containers is not supported: use CheckpointPod")
 }

@@ -66,9 +66,3 @@ func TestUpdateRuntimeConfig(t *testing.T) {
 	_, err := e.rs.UpdateRuntimeConfig(e.ctx, req("10.244.1.0"))
 	wantCode(t, "a CIDR without a prefix length", err, codes.InvalidArgument)
 }
-
-func TestUnimplemented(t *testing.T) {
-	e := newTestEnv(t)
-	_, err := e.rs.CheckpointContainer(e.ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: "x"})
-	wantCode(t, "CheckpointContainer", err, codes.Unimplemented)
-}

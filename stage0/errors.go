@@ -11,4 +11,5 @@ var (
 	ErrNotRunning    = errors.New("pod is not running")
 	ErrInvalidState  = errors.New("pod is not in a state that allows this")
 	ErrInvalid       = errors.New("invalid argument")
+	ErrExists        = errors.New("already exists")
 )

@@ -216,10 +216,6 @@ func TestCRICheckpointPod(t *testing.T) {
 			t.Errorf("a refused checkpoint changed %s: %v", d, ents)
 		}
 	}
-	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: empty})
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("CheckpointContainer: %v, want Unimplemented", err)
-	}
 
 	// RestorePod into a new sandbox: refused requests leave no sandbox; the
 	// restored containers are CREATED, then StartContainer resumes their

@@ -41,6 +41,10 @@ func (d PodDir) Stage1Socket() string { return d.join("stage1.sock") }
 // (stage1 puts it first in its PATH for libcontainer).
 func (d PodDir) CriuBin() string { return d.join("criu") }
 
+// Checkpoints is root-only and holds the checkpoints of single apps while
+// they are archived (stage0.CheckpointApp).
+func (d PodDir) Checkpoints() string { return d.join("checkpoints") }
+
 // Stage1Log is the supervisor's own stdout and stderr.
 func (d PodDir) Stage1Log() string { return d.join("stage1.log") }
 

@@ -1,0 +1,102 @@
+package stage0
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/schema"
+)
+
+// CheckpointApp writes a checkpoint of the running app of the running pod
+// uuid as a tar archive at archive, a new file (0600, root's): its entries
+// are the checkpoint directory CheckpointPod writes, with this app only
+// (extracted, it is a checkpoint RestorePod reads). The directory is made
+// in the pod's Checkpoints directory and removed after. The archive's
+// directory must exist and the archive must not (ErrExists); on error
+// nothing is left at archive.
+func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) error {
+	if err := checkArchivePath(archive); err != nil {
+		return err
+	}
+	p, err := r.runningPod(uuid)
+	if err != nil {
+		return err
+	}
+	parent := schema.PodDir(p.dir).Checkpoints()
+	if err := fileperm.MkdirAll(parent, fileperm.Private); err != nil {
+		return fmt.Errorf("cannot create the checkpoints directory of pod %s: %w", p.uuid, err)
+	}
+	dir, err := os.MkdirTemp(parent, app+".")
+	if err != nil {
+		return fmt.Errorf("cannot create a checkpoint directory for app %q of pod %s: %w", app, p.uuid, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := r.CheckpointPod(ctx, uuid, CheckpointOptions{Dir: dir, Apps: []string{app}}); err != nil {
+		return err
+	}
+	if err := writeArchive(dir, archive); err != nil {
+		return fmt.Errorf("cannot archive the checkpoint of app %q of pod %s: %w", app, p.uuid, err)
+	}
+	return nil
+}
+
+// checkArchivePath checks that archive is a clean absolute path to no
+// file, in an existing directory.
+func checkArchivePath(archive string) error {
+	if !filepath.IsAbs(archive) || filepath.Clean(archive) != archive || archive == "/" {
+		return fmt.Errorf("checkpoint archive %q is not a clean absolute path to a file: %w", archive, ErrInvalid)
+	}
+	if fi, err := os.Stat(filepath.Dir(archive)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("directory of checkpoint archive %q is not an existing directory: %w", archive, ErrInvalid)
+	}
+	if _, err := os.Lstat(archive); err == nil {
+		return fmt.Errorf("checkpoint archive %q: %w", archive, ErrExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot check checkpoint archive %q: %w", archive, err)
+	}
+	return nil
+}
+
+// writeArchive writes the tree dir as a tar archive at archive: a
+// temporary file beside it, synced, then linked to its name (which fails
+// if a file took the name meanwhile) and its directory synced.
+func writeArchive(dir, archive string) (retErr error) {
+	f, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cannot create a temporary file for %q: %w", archive, err)
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	if err := fileperm.SetFile(f, fileperm.Private); err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	if err := tw.AddFS(os.DirFS(dir)); err != nil {
+		return fmt.Errorf("cannot write %q: %w", f.Name(), err)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("cannot write %q: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("cannot sync %q: %w", f.Name(), err)
+	}
+	if err := os.Link(f.Name(), archive); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("checkpoint archive %q: %w", archive, ErrExists)
+		}
+		return fmt.Errorf("cannot create %q: %w", archive, err)
+	}
+	if err := fileperm.SyncDir(filepath.Dir(archive)); err != nil {
+		os.Remove(archive)
+		return err
+	}
+	return nil
+}

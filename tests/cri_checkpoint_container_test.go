@@ -1,0 +1,151 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/tests/testutil"
+)
+
+// TestCRICheckpointContainer: `crictl checkpoint --export` of one of two
+// counting containers writes a private tar archive holding a checkpoint of
+// that container only, leaves both running and nothing behind in the pod;
+// bad requests get their codes; the archive, extracted, is restored by
+// RestorePod into a new sandbox, where the counter goes on from the cut.
+func TestCRICheckpointContainer(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	ctx := rpcCtx(t)
+	logDir := t.TempDir()
+	pc := podConfig("ckpt-ctr", logDir)
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox", err)
+	ids := map[string]string{}
+	for _, name := range []string{"one", "two"} {
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
+		must(t, "CreateContainer "+name, err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+		must(t, "StartContainer "+name, err)
+		ids[name] = cc.ContainerId
+	}
+	created, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+		Config: containerConfig("idle", imgID, "true"), SandboxConfig: pc})
+	must(t, "CreateContainer idle", err)
+	count := func(dir, name string) int { // the in-memory count j of the last line
+		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		f := strings.Fields(lines[len(lines)-1])
+		if len(f) < 5 {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[4])
+		return n
+	}
+	waitCount := func(dir, name string, over int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); count(dir, name) <= over; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("container %s does not count past %d", name, over)
+			}
+		}
+	}
+	waitCount(logDir, "one", 5)
+	waitCount(logDir, "two", 5)
+
+	out := t.TempDir()
+	archive := filepath.Join(out, "one.tar")
+	cut := count(logDir, "one")
+	t0 := time.Now()
+	newCrictl(t, svc).ok("checkpoint", "--export="+archive, ids["one"])
+	t.Logf("crictl checkpoint of one container: %v", time.Since(t0))
+	for _, name := range []string{"one", "two"} {
+		waitCount(logDir, name, count(logDir, name)+3)
+	}
+	fi, err := os.Stat(archive)
+	must(t, "stat the archive", err)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the archive has mode %v, want 0600", fi.Mode().Perm())
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 1 {
+		t.Errorf("the checkpoint left files beside its archive: %v", ents)
+	}
+	podCkpts := filepath.Join(env.DataDir, "pods", "run", rp.PodSandboxId, "checkpoints")
+	if ents, err := os.ReadDir(podCkpts); err != nil || len(ents) != 0 {
+		t.Errorf("the pod's checkpoints directory: %v, %v; want it empty", ents, err)
+	}
+	var cm stage0.CheckpointManifest
+	must(t, "decode the archive's manifest", json.Unmarshal([]byte(tarFile(t, archive, stage0.CheckpointManifestFile)), &cm))
+	if len(cm.Apps) != 1 || len(cm.Pod.Apps) != 1 {
+		t.Fatalf("the archive's checkpoint has apps %v, want the container one only", cm.Apps)
+	}
+	app := cm.Apps[0].Name
+	if tarFile(t, archive, app+"/criu/inventory.img") == "" || tarFile(t, archive, app+"/rootfs.tar") == "" {
+		t.Errorf("the archive lacks %s's CRIU images or rootfs layer", app)
+	}
+
+	// Bad requests: their codes, and no file written.
+	bad := []struct {
+		what string
+		req  *runtimeapi.CheckpointContainerRequest
+		code codes.Code
+	}{
+		{"an existing archive", &runtimeapi.CheckpointContainerRequest{ContainerId: ids["two"], Location: archive}, codes.AlreadyExists},
+		{"a relative location", &runtimeapi.CheckpointContainerRequest{ContainerId: ids["two"], Location: "two.tar"}, codes.InvalidArgument},
+		{"a missing directory", &runtimeapi.CheckpointContainerRequest{ContainerId: ids["two"], Location: out + "/missing/two.tar"}, codes.InvalidArgument},
+		{"no location", &runtimeapi.CheckpointContainerRequest{ContainerId: ids["two"]}, codes.InvalidArgument},
+		{"a created container", &runtimeapi.CheckpointContainerRequest{ContainerId: created.ContainerId, Location: out + "/idle.tar"}, codes.FailedPrecondition},
+		{"an unknown container", &runtimeapi.CheckpointContainerRequest{ContainerId: "0123456789abcdef", Location: out + "/x.tar"}, codes.NotFound},
+	}
+	for _, tc := range bad {
+		_, err := c.CheckpointContainer(ctx, tc.req)
+		if status.Code(err) != tc.code {
+			t.Errorf("CheckpointContainer with %s: %v, want %v", tc.what, err, tc.code)
+		}
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 1 {
+		t.Errorf("refused checkpoints wrote files: %v", ents)
+	}
+
+	// The archive, extracted, is a checkpoint RestorePod restores.
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	must(t, "mkdir", os.Mkdir(dir, 0o700))
+	if b, err := exec.Command("tar", "-xf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar -x the archive: %v: %s", err, b)
+	}
+	logDir2 := t.TempDir()
+	floor := count(logDir, "one")
+	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: podConfig("ckpt-ctr-restored", logDir2),
+		ContainerConfigs: []*runtimeapi.ContainerConfig{containerConfig("one", imgID, "sh", "-c", counterScript)}})
+	must(t, "RestorePod of the extracted archive", err)
+	if len(rr.RestoredContainers) != 1 {
+		t.Fatalf("RestorePod answered %v", rr)
+	}
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: rr.RestoredContainers[0].ContainerId})
+	must(t, "StartContainer of the restored container", err)
+	waitCount(logDir2, "one", 0)
+	b, _ := os.ReadFile(filepath.Join(logDir2, "one.log"))
+	first := 0
+	if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 5 {
+		first, _ = strconv.Atoi(f[4])
+	}
+	if first <= cut || first > floor+1 {
+		t.Errorf("the restored counter starts at j=%d; the checkpoint cut it between %d and %d", first, cut, floor)
+	}
+	stopRestored(t, c, rr)
+}
