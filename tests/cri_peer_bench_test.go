@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,14 +220,14 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 
 	// the lifecycle, one round on each in turn
 	for i := 0; i < 20 && only == ""; i++ {
-		for _, p := range peers {
+		for _, p := range inTurn(peers, i) {
 			lifecycleRound(b, p, lat[p.name], fmt.Sprintf("vs-%s-%d", p.name, i), logDir)
 		}
 	}
 
 	// crictl runp+create+start, as the processes a user runs
 	for i := 0; i < crictlRounds; i++ {
-		for _, p := range peers {
+		for _, p := range inTurn(peers, i) {
 			must(b, p.name+" crictl", lat[p.name].time("crictl runp+create+start", func() error {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
 			}))
@@ -253,6 +254,15 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s; same host, same run (ms: p50, p99; memory: KiB):\n",
 		strings.Join(versions, ", "))
 	printVsTable(b, peers, lat, idle, busy, podPSS)
+}
+
+// inTurn is peers in the order of round i: rotated by one each round, so
+// that every peer is first, second... in turn (a call's time depends on
+// what the machine did just before it: the first call of a turn wakes an
+// idle server, the others follow its own calls).
+func inTurn(peers []*peer, i int) []*peer {
+	k := i % len(peers)
+	return append(slices.Clone(peers[k:]), peers[:k]...)
 }
 
 // benchContainerds returns the containerds to measure rkt against: those
@@ -409,7 +419,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 	}
 	time.Sleep(2 * time.Second)
 	for i := 0; i < 200; i++ {
-		for _, p := range peers {
+		for _, p := range inTurn(peers, i) {
 			l, pod, ctr := lat[p.name], pods[p.name][i%10], ctrs[p.name][i%10]
 			must(b, "ListPodSandbox", l.time("ListPodSandbox", func() error {
 				_, err := p.c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
