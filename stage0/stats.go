@@ -326,7 +326,7 @@ func (r *Runtime) statsLoop(ctx context.Context) {
 	// a thread of its own, niced; never unlocked, so that it ends with
 	// the loop and no call runs on it
 	runtime.LockOSThread()
-	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
+	if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), statsNice); err != nil {
 		r.log.Debug("stats: cannot lower the priority of the refresh", "error", err)
 	}
 	t := time.NewTicker(statsInterval)
