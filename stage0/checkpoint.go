@@ -143,6 +143,15 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 		}
 	}()
 	err = c.Checkpoint(ctx, control.CheckpointSpec{Apps: opts.Apps, Dir: opts.Dir, Criu: criu})
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		// the deadline passed before a dump (the supervisor's ETIMEDOUT)
+		// or during the last one: the call fails, what it wrote goes
+		if err == nil {
+			err = fmt.Errorf("the dumps ended after the deadline: %w", cerr)
+		} else {
+			err = errors.Join(cerr, err)
+		}
+	}
 	if err != nil {
 		return appErr(fmt.Errorf("cannot checkpoint pod %s: %w", p.uuid, err))
 	}

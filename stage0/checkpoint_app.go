@@ -40,7 +40,7 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) 
 	if err := r.CheckpointPod(ctx, uuid, CheckpointOptions{Dir: dir, Apps: []string{app}}); err != nil {
 		return err
 	}
-	if err := writeArchive(dir, archive); err != nil {
+	if err := writeArchive(ctx, dir, archive); err != nil {
 		return fmt.Errorf("cannot archive the checkpoint of app %q of pod %s: %w", app, p.uuid, err)
 	}
 	return nil
@@ -65,8 +65,9 @@ func checkArchivePath(archive string) error {
 
 // writeArchive writes the tree dir as a tar archive at archive: a
 // temporary file beside it, synced, then linked to its name (which fails
-// if a file took the name meanwhile) and its directory synced.
-func writeArchive(dir, archive string) (retErr error) {
+// if a file took the name meanwhile) and its directory synced; not when
+// ctx ended meanwhile.
+func writeArchive(ctx context.Context, dir, archive string) (retErr error) {
 	f, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("cannot create a temporary file for %q: %w", archive, err)
@@ -87,6 +88,9 @@ func writeArchive(dir, archive string) (retErr error) {
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("cannot sync %q: %w", f.Name(), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := os.Link(f.Name(), archive); err != nil {
 		if errors.Is(err, fs.ErrExist) {

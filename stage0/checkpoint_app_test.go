@@ -2,6 +2,7 @@ package stage0
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -40,7 +41,7 @@ func TestWriteArchive(t *testing.T) {
 		}
 	}
 	archive := filepath.Join(out, "c.tar")
-	if err := writeArchive(src, archive); err != nil {
+	if err := writeArchive(context.Background(), src, archive); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(archive)
@@ -77,8 +78,13 @@ func TestWriteArchive(t *testing.T) {
 			t.Errorf("archive lacks %s (has %v)", name, seen)
 		}
 	}
-	if err := writeArchive(src, archive); !errors.Is(err, ErrExists) {
+	if err := writeArchive(context.Background(), src, archive); !errors.Is(err, ErrExists) {
 		t.Errorf("over an existing archive: %v, want ErrExists", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := writeArchive(ctx, src, filepath.Join(out, "late.tar")); !errors.Is(err, context.Canceled) {
+		t.Errorf("after its context ended: %v, want context.Canceled", err)
 	}
 	if ents, _ := os.ReadDir(out); len(ents) != 1 {
 		t.Errorf("%s holds %d entries, want the archive only", out, len(ents))

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -148,4 +149,101 @@ func TestCRICheckpointContainer(t *testing.T) {
 		t.Errorf("the restored counter starts at j=%d; the checkpoint cut it between %d and %d", first, cut, floor)
 	}
 	stopRestored(t, c, rr)
+}
+
+// TestCRICheckpointDeadline: a checkpoint whose deadline passes while criu
+// works (a criu that starts 3 s late) fails with DeadlineExceeded, dumps
+// no app after the deadline, resumes the containers, and leaves no file:
+// CheckpointPod by the client's deadline, CheckpointContainer by its
+// timeout field.
+func TestCRICheckpointDeadline(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow")
+	criu := filepath.Join(dir, "criu")
+	script := "#!/bin/sh\n[ \"$1\" = swrk ] && [ -f " + slow + " ] && sleep 3\nexec " + toolPath(t, "criu") + " \"$@\"\n"
+	must(t, "write the criu wrapper", os.WriteFile(criu, []byte(script), 0o700))
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--criu="+criu)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	ctx := rpcCtx(t)
+	logDir := t.TempDir()
+	pc := podConfig("ckpt-late", logDir)
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox", err)
+	var ids []string
+	for _, name := range []string{"one", "two"} {
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
+		must(t, "CreateContainer "+name, err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+		must(t, "StartContainer "+name, err)
+		ids = append(ids, cc.ContainerId)
+	}
+	lines := func(name string) int {
+		b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
+		return strings.Count(string(b), "\n")
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	counting := func() {
+		t.Helper()
+		for _, name := range []string{"one", "two"} {
+			n := lines(name)
+			waitFor(name+" to count on", func() bool { return lines(name) > n+3 })
+		}
+	}
+	counting()
+	must(t, "slow criu down", os.WriteFile(slow, nil, 0o600))
+
+	// CheckpointPod: the client's deadline passes during the first dump.
+	out := t.TempDir()
+	dctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err = c.CheckpointPod(dctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("CheckpointPod past its deadline: %v, want DeadlineExceeded", err)
+	}
+	empty := func() bool { ents, _ := os.ReadDir(out); return len(ents) == 0 }
+	waitFor("the first app's checkpoint directory", func() bool { return !empty() }) // the dump under way
+	waitFor("the service to remove the late checkpoint", empty)
+	counting()
+
+	// CheckpointContainer: its timeout passes during the dump; the
+	// service answers.
+	archive := filepath.Join(t.TempDir(), "one.tar")
+	t0 := time.Now()
+	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: archive, Timeout: 1})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("CheckpointContainer past its timeout: %v, want DeadlineExceeded", err)
+	}
+	t.Logf("CheckpointContainer with a 1 s timeout and a criu 3 s late answered after %v: %v", time.Since(t0), err)
+	if _, err := os.Lstat(archive); err == nil {
+		t.Errorf("a late CheckpointContainer left its archive")
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(archive)); len(ents) != 0 {
+		t.Errorf("a late CheckpointContainer left %v", ents)
+	}
+	podCkpts := filepath.Join(env.DataDir, "pods", "run", rp.PodSandboxId, "checkpoints")
+	if ents, _ := os.ReadDir(podCkpts); len(ents) != 0 {
+		t.Errorf("a late CheckpointContainer left %v in the pod", ents)
+	}
+	counting()
+	waitFor("the last criu to end", empty) // nothing written after the answer
+
+	// On time, the same checkpoints work.
+	must(t, "speed criu up", os.Remove(slow))
+	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: archive, Timeout: 60})
+	must(t, "CheckpointContainer on time", err)
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	must(t, "CheckpointPod on time", err)
+	counting()
 }
