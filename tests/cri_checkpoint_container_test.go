@@ -16,7 +16,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/stage0"
-	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestCRICheckpointContainer: `crictl checkpoint --export` of one of two
@@ -25,27 +24,13 @@ import (
 // bad requests get their codes; the archive, extracted, is restored by
 // RestorePod into a new sandbox, where the counter goes on from the cut.
 func TestCRICheckpointContainer(t *testing.T) {
-	requireRoot(t)
-	env := testutil.NewEnv(t)
-	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
-	c := dialCRI(t, svc)
-	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	env, svc, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
 	logDir := t.TempDir()
 	pc := podConfig("ckpt-ctr", logDir)
-	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
-	must(t, "RunPodSandbox", err)
-	ids := map[string]string{}
-	for _, name := range []string{"one", "two"} {
-		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
-			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
-		must(t, "CreateContainer "+name, err)
-		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
-		must(t, "StartContainer "+name, err)
-		ids[name] = cc.ContainerId
-	}
-	created, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+	podID, started := runCounters(t, c, imgID, pc, nil, "one", "two")
+	ids := map[string]string{"one": started[0], "two": started[1]}
+	created, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
 		Config: containerConfig("idle", imgID, "true"), SandboxConfig: pc})
 	must(t, "CreateContainer idle", err)
 	count := func(dir, name string) int { // the in-memory count j of the last line
@@ -86,7 +71,7 @@ func TestCRICheckpointContainer(t *testing.T) {
 	if ents, _ := os.ReadDir(out); len(ents) != 1 {
 		t.Errorf("the checkpoint left files beside its archive: %v", ents)
 	}
-	podCkpts := filepath.Join(env.DataDir, "pods", "run", rp.PodSandboxId, "checkpoints")
+	podCkpts := filepath.Join(env.DataDir, "pods", "run", podID, "checkpoints")
 	if ents, err := os.ReadDir(podCkpts); err != nil || len(ents) != 0 {
 		t.Errorf("the pod's checkpoints directory: %v, %v; want it empty", ents, err)
 	}
@@ -163,25 +148,10 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	criu := filepath.Join(dir, "criu")
 	script := "#!/bin/sh\n[ \"$1\" = swrk ] && [ -f " + slow + " ] && sleep 3\nexec " + toolPath(t, "criu") + " \"$@\"\n"
 	must(t, "write the criu wrapper", os.WriteFile(criu, []byte(script), 0o700))
-	env := testutil.NewEnv(t)
-	svc := startCRIService(t, env, "--criu="+criu)
-	c := dialCRI(t, svc)
-	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	env, _, c, imgID := checkpointService(t, criu)
 	ctx := rpcCtx(t)
 	logDir := t.TempDir()
-	pc := podConfig("ckpt-late", logDir)
-	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
-	must(t, "RunPodSandbox", err)
-	var ids []string
-	for _, name := range []string{"one", "two"} {
-		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
-			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
-		must(t, "CreateContainer "+name, err)
-		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
-		must(t, "StartContainer "+name, err)
-		ids = append(ids, cc.ContainerId)
-	}
+	podID, ids := runCounters(t, c, imgID, podConfig("ckpt-late", logDir), nil, "one", "two")
 	lines := func(name string) int {
 		b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
 		return strings.Count(string(b), "\n")
@@ -207,7 +177,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	// CheckpointPod: the client's deadline passes during the first dump.
 	out := t.TempDir()
 	dctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	_, err = c.CheckpointPod(dctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	_, err := c.CheckpointPod(dctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	cancel()
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("CheckpointPod past its deadline: %v, want DeadlineExceeded", err)
@@ -232,7 +202,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(archive)); len(ents) != 0 {
 		t.Errorf("a late CheckpointContainer left %v", ents)
 	}
-	podCkpts := filepath.Join(env.DataDir, "pods", "run", rp.PodSandboxId, "checkpoints")
+	podCkpts := filepath.Join(env.DataDir, "pods", "run", podID, "checkpoints")
 	if ents, _ := os.ReadDir(podCkpts); len(ents) != 0 {
 		t.Errorf("a late CheckpointContainer left %v in the pod", ents)
 	}
@@ -243,7 +213,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	must(t, "speed criu up", os.Remove(slow))
 	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: archive, Timeout: 60})
 	must(t, "CheckpointContainer on time", err)
-	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod on time", err)
 	counting()
 }

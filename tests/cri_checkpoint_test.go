@@ -34,27 +34,12 @@ const counterScript = `trap 'exit 0' TERM; i=0; j=0; [ -f /count ] && i=$(cat /c
 // running; RestorePod and StartContainer bring them back in a new sandbox
 // counting on from the cut; bad requests get their codes and leave nothing.
 func TestCRICheckpointPod(t *testing.T) {
-	requireRoot(t)
-	env := testutil.NewEnv(t)
-	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
-	c := dialCRI(t, svc)
-	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	_, _, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
 	logDir := t.TempDir()
 	pc := podConfig("ckpt", logDir)
-	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
-	must(t, "RunPodSandbox", err)
-	var ids []string
-	for _, name := range []string{"one", "two"} {
-		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
-			Config: containerConfig(name, imgID, "sh", "-c", counterScript), SandboxConfig: pc})
-		must(t, "CreateContainer "+name, err)
-		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
-		must(t, "StartContainer "+name, err)
-		ids = append(ids, cc.ContainerId)
-	}
-	stopped, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+	podID, ids := runCounters(t, c, imgID, pc, nil, "one", "two")
+	stopped, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
 		Config: containerConfig("idle", imgID, "true"), SandboxConfig: pc})
 	must(t, "CreateContainer idle", err)
 	lastCount := func(name string) int {
@@ -86,7 +71,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ckpt")
 	must(t, "mkdir", os.Mkdir(out, 0o700))
 	t0 := time.Now()
-	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod", err)
 	t.Logf("CheckpointPod of 2 containers: %v", time.Since(t0))
 	// Both run on: their counters move past the checkpoint.
@@ -132,7 +117,7 @@ func TestCRICheckpointPod(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	slices.Sort(names)
-	if cm.Version != stage0.CheckpointVersion || cm.Pod.UUID != rp.PodSandboxId || len(cm.Pod.Apps) != 2 || len(names) != 2 {
+	if cm.Version != stage0.CheckpointVersion || cm.Pod.UUID != podID || len(cm.Pod.Apps) != 2 || len(names) != 2 {
 		t.Errorf("checkpoint manifest: version %d, pod %s, %d pod apps, apps %v", cm.Version, cm.Pod.UUID, len(cm.Pod.Apps), names)
 	}
 	for _, a := range cm.Apps {
@@ -150,7 +135,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	// A dump that fails (criu refuses established TCP connections, which
 	// are not asked for) fails the call, leaves the directory empty and
 	// the containers running.
-	tcp, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+	tcp, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
 		Config:        containerConfig("tcp", imgID, "sh", "-c", "sleep 100000 | nc -l -p 7777 >/dev/null & sleep 1; while true; do echo x; sleep 1; done | nc 127.0.0.1 7777"),
 		SandboxConfig: pc})
 	must(t, "CreateContainer tcp", err)
@@ -172,7 +157,7 @@ func TestCRICheckpointPod(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	failed := t.TempDir()
-	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: failed,
+	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: failed,
 		ContainerIds: []string{ids[0], tcp.ContainerId, ids[1]}})
 	if err == nil {
 		t.Fatal("CheckpointPod of a container with an established TCP connection succeeded")
@@ -196,13 +181,13 @@ func TestCRICheckpointPod(t *testing.T) {
 		req  *runtimeapi.CheckpointPodRequest
 		code codes.Code
 	}{
-		{"a directory that is not empty", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: full, ContainerIds: ids}, codes.InvalidArgument},
-		{"a relative path", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: "ckpt", ContainerIds: ids}, codes.InvalidArgument},
-		{"a missing directory", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty + "/missing", ContainerIds: ids}, codes.InvalidArgument},
-		{"an option", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: ids, Options: map[string]string{"leave-running": "false"}}, codes.InvalidArgument},
-		{"no containers", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty}, codes.InvalidArgument},
-		{"a container twice", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: []string{ids[0], ids[0]}}, codes.InvalidArgument},
-		{"a created container", &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: empty, ContainerIds: []string{ids[0], stopped.ContainerId}}, codes.FailedPrecondition},
+		{"a directory that is not empty", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: full, ContainerIds: ids}, codes.InvalidArgument},
+		{"a relative path", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: "ckpt", ContainerIds: ids}, codes.InvalidArgument},
+		{"a missing directory", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: empty + "/missing", ContainerIds: ids}, codes.InvalidArgument},
+		{"an option", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: empty, ContainerIds: ids, Options: map[string]string{"leave-running": "false"}}, codes.InvalidArgument},
+		{"no containers", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: empty}, codes.InvalidArgument},
+		{"a container twice", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: empty, ContainerIds: []string{ids[0], ids[0]}}, codes.InvalidArgument},
+		{"a created container", &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: empty, ContainerIds: []string{ids[0], stopped.ContainerId}}, codes.FailedPrecondition},
 		{"an unknown sandbox", &runtimeapi.CheckpointPodRequest{PodSandboxId: "0123456789abcdef", OutputPath: empty, ContainerIds: ids}, codes.NotFound},
 	}
 	for _, tc := range bad {
@@ -264,7 +249,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good})
 	must(t, "RestorePod", err)
 	t.Logf("RestorePod of 2 containers: %v", time.Since(t0))
-	if len(rr.RestoredContainers) != 2 || rr.PodSandboxId == "" || rr.PodSandboxId == rp.PodSandboxId {
+	if len(rr.RestoredContainers) != 2 || rr.PodSandboxId == "" || rr.PodSandboxId == podID {
 		t.Fatalf("RestorePod answered %v", rr)
 	}
 	for _, rc := range rr.RestoredContainers {
@@ -404,42 +389,66 @@ func tarFile(t *testing.T, p, name string) string {
 	}
 }
 
+// checkpointService starts a service whose checkpoints run criu (a path)
+// and pulls the test image into it; its pods go at cleanup.
+func checkpointService(t *testing.T, criu string) (*testutil.Env, *criService, *criClient, string) {
+	t.Helper()
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIService(t, env, "--criu="+criu)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	return env, svc, c, imgID
+}
+
+// runCounters runs a sandbox of pc with a started container running
+// counterScript for each name (changed by mod, if not nil), and returns the
+// sandbox's ID and the containers' IDs in the order of names.
+func runCounters(t *testing.T, c *criClient, imgID string, pc *runtimeapi.PodSandboxConfig, mod func(*runtimeapi.ContainerConfig), names ...string) (string, []string) {
+	t.Helper()
+	ctx := rpcCtx(t)
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+	must(t, "RunPodSandbox", err)
+	var ids []string
+	for _, name := range names {
+		cfg := containerConfig(name, imgID, "sh", "-c", counterScript)
+		if mod != nil {
+			mod(cfg)
+		}
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, Config: cfg, SandboxConfig: pc})
+		must(t, "CreateContainer "+name, err)
+		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+		must(t, "StartContainer "+name, err)
+		ids = append(ids, cc.ContainerId)
+	}
+	return rp.PodSandboxId, ids
+}
+
 // TestCRICheckpointPodOwnPID: containers with their own PID namespaces
 // (the kubelet's default; TestCRICheckpointPod's share the pod's) are
 // checkpointed and restored, each in a new PID namespace, and go on;
 // restoring them into a pod with a shared PID namespace is refused.
 func TestCRICheckpointPodOwnPID(t *testing.T) {
-	requireRoot(t)
-	env := testutil.NewEnv(t)
-	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
-	c := dialCRI(t, svc)
-	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	_, _, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
 	own := func(pc *runtimeapi.PodSandboxConfig) *runtimeapi.PodSandboxConfig {
 		pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}
 		return pc
 	}
-	logDir := t.TempDir()
-	pc := own(podConfig("ckpt-pid", logDir))
-	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
-	must(t, "RunPodSandbox", err)
-	cfgs := []*runtimeapi.ContainerConfig{
-		containerConfig("one", imgID, "sh", "-c", counterScript),
-		containerConfig("two", imgID, "sh", "-c", counterScript),
-	}
-	for _, cfg := range cfgs {
+	ownCtr := func(cfg *runtimeapi.ContainerConfig) {
 		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}
 	}
-	var ids []string
-	for _, cfg := range cfgs {
-		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, Config: cfg, SandboxConfig: pc})
-		must(t, "CreateContainer", err)
-		_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
-		must(t, "StartContainer", err)
-		ids = append(ids, cc.ContainerId)
+	logDir := t.TempDir()
+	pc := own(podConfig("ckpt-pid", logDir))
+	podID, ids := runCounters(t, c, imgID, pc, ownCtr, "one", "two")
+	var cfgs []*runtimeapi.ContainerConfig // the same, to restore
+	for _, name := range []string{"one", "two"} {
+		cfg := containerConfig(name, imgID, "sh", "-c", counterScript)
+		ownCtr(cfg)
+		cfgs = append(cfgs, cfg)
 	}
 	count := func(dir, name string, field int) int {
 		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
@@ -462,7 +471,7 @@ func TestCRICheckpointPodOwnPID(t *testing.T) {
 	waitFor("the counters", func() bool { return count(logDir, "one", 4) > 5 && count(logDir, "two", 4) > 5 })
 	cut := count(logDir, "one", 4)
 	out := t.TempDir()
-	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: rp.PodSandboxId, OutputPath: out, ContainerIds: ids})
+	_, err := c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod", err)
 	_, err = c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: podConfig("shared", t.TempDir()), ContainerConfigs: cfgs})
 	if status.Code(err) != codes.FailedPrecondition {
