@@ -156,19 +156,11 @@ func TestCRICheckpointDeadline(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
 		return strings.Count(string(b), "\n")
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
 	counting := func() {
 		t.Helper()
 		for _, name := range []string{"one", "two"} {
 			n := lines(name)
-			waitFor(name+" to count on", func() bool { return lines(name) > n+3 })
+			waitUntil(t, 30*time.Second, name+" to count on", func() bool { return lines(name) > n+3 })
 		}
 	}
 	counting()
@@ -183,8 +175,8 @@ func TestCRICheckpointDeadline(t *testing.T) {
 		t.Fatalf("CheckpointPod past its deadline: %v, want DeadlineExceeded", err)
 	}
 	empty := func() bool { ents, _ := os.ReadDir(out); return len(ents) == 0 }
-	waitFor("the first app's checkpoint directory", func() bool { return !empty() }) // the dump under way
-	waitFor("the service to remove the late checkpoint", empty)
+	waitUntil(t, 30*time.Second, "the first app's checkpoint directory", func() bool { return !empty() }) // the dump under way
+	waitUntil(t, 30*time.Second, "the service to remove the late checkpoint", empty)
 	counting()
 
 	// CheckpointContainer: its timeout passes during the dump; the
@@ -207,7 +199,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 		t.Errorf("a late CheckpointContainer left %v in the pod", ents)
 	}
 	counting()
-	waitFor("the last criu to end", empty) // nothing written after the answer
+	waitUntil(t, 30*time.Second, "the last criu to end", empty) // nothing written after the answer
 
 	// On time, the same checkpoints work.
 	must(t, "speed criu up", os.Remove(slow))

@@ -460,15 +460,7 @@ func TestCRICheckpointPodOwnPID(t *testing.T) {
 		n, _ := strconv.Atoi(f[field])
 		return n
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
-	waitFor("the counters", func() bool { return count(logDir, "one", 4) > 5 && count(logDir, "two", 4) > 5 })
+	waitUntil(t, 30*time.Second, "the counters", func() bool { return count(logDir, "one", 4) > 5 && count(logDir, "two", 4) > 5 })
 	cut := count(logDir, "one", 4)
 	out := t.TempDir()
 	_, err := c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
@@ -484,7 +476,7 @@ func TestCRICheckpointPodOwnPID(t *testing.T) {
 		_, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: rc.ContainerId})
 		must(t, "StartContainer of restored "+rc.Name, err)
 	}
-	waitFor("the restored counters", func() bool { return count(logDir2, "one", 4) > 0 && count(logDir2, "two", 4) > 0 })
+	waitUntil(t, 30*time.Second, "the restored counters", func() bool { return count(logDir2, "one", 4) > 0 && count(logDir2, "two", 4) > 0 })
 	b, _ := os.ReadFile(filepath.Join(logDir2, "one.log"))
 	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
 	if first, _ := strconv.Atoi(f[4]); first <= cut {
