@@ -169,7 +169,8 @@ FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
-	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig
+	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig \
+	./stage0:FuzzReadCheckpoint
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
