@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 
 	"github.com/rkt/rkt/pkg/fileperm"
-	"github.com/rkt/rkt/pkg/schema"
 )
 
 // CheckpointApp writes a checkpoint of the running app of the running pod
@@ -28,7 +27,7 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) 
 	if err != nil {
 		return err
 	}
-	parent := schema.PodDir(p.dir).Checkpoints()
+	parent := p.layout().Checkpoints()
 	if err := fileperm.MkdirAll(parent, fileperm.Private); err != nil {
 		return fmt.Errorf("cannot create the checkpoints directory of pod %s: %w", p.uuid, err)
 	}
@@ -67,7 +66,7 @@ func checkArchivePath(archive string) error {
 // temporary file beside it, synced, then linked to its name (which fails
 // if a file took the name meanwhile) and its directory synced; not when
 // ctx ended meanwhile.
-func writeArchive(ctx context.Context, dir, archive string) (retErr error) {
+func writeArchive(ctx context.Context, dir, archive string) error {
 	f, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("cannot create a temporary file for %q: %w", archive, err)
