@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/lock"
 )
 
 // CheckpointApp writes a checkpoint of the running app of the running pod
@@ -36,6 +38,11 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) 
 		return fmt.Errorf("cannot create a checkpoint directory for app %q of pod %s: %w", app, p.uuid, err)
 	}
 	defer os.RemoveAll(dir)
+	l, err := lock.TryExclusive(dir, lock.Dir) // in use: removeStaleCheckpoints leaves it
+	if err != nil {
+		return fmt.Errorf("cannot lock checkpoint directory %q: %w", dir, err)
+	}
+	defer l.Close()
 	if err := r.CheckpointPod(ctx, uuid, CheckpointOptions{Dir: dir, Apps: []string{app}}); err != nil {
 		return err
 	}
@@ -43,6 +50,31 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) 
 		return fmt.Errorf("cannot archive the checkpoint of app %q of pod %s: %w", app, p.uuid, err)
 	}
 	return nil
+}
+
+// removeStaleCheckpoints removes what CheckpointApp calls cut off by a
+// crash left in the pod's Checkpoints directory: directories no call has
+// locked, older than newDirMinAge (a new one may not be locked yet).
+func (r *Runtime) removeStaleCheckpoints(p *pod) {
+	dir := p.layout().Checkpoints()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < newDirMinAge {
+			continue
+		}
+		l, err := lock.TryExclusive(path, lock.Dir)
+		if err != nil {
+			continue // a checkpoint under way
+		}
+		if err := os.RemoveAll(path); err != nil {
+			r.log.Warn("gc: cannot remove a stale checkpoint directory", "path", path, "error", err)
+		}
+		l.Close()
+	}
 }
 
 // checkArchivePath checks that archive is a clean absolute path to no

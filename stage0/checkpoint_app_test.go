@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/rkt/rkt/pkg/lock"
 )
 
 func TestCheckArchivePath(t *testing.T) {
@@ -88,5 +92,34 @@ func TestWriteArchive(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(out); len(ents) != 1 {
 		t.Errorf("%s holds %d entries, want the archive only", out, len(ents))
+	}
+}
+
+func TestRemoveStaleCheckpoints(t *testing.T) {
+	p := &pod{uuid: "x", state: dirRun, dir: t.TempDir()}
+	r := &Runtime{log: slog.New(slog.DiscardHandler)}
+	base := p.layout().Checkpoints()
+	old := time.Now().Add(-2 * newDirMinAge)
+	mk := func(name string, mtime time.Time) string {
+		d := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Join(d, "app", "criu"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	stale, busy, young := mk("stale", old), mk("busy", old), mk("young", time.Now())
+	l, err := lock.TryExclusive(busy, lock.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r.removeStaleCheckpoints(p)
+	for d, want := range map[string]bool{stale: false, busy: true, young: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(d), err == nil, want)
+		}
 	}
 }

@@ -31,6 +31,9 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		if p.state == dirRun {
+			r.removeStaleCheckpoints(p)
+		}
 		if opts.DebrisOnly && p.state == dirRun {
 			released, err := r.releaseCutOff(ctx, p)
 			if err != nil {
