@@ -175,7 +175,9 @@ func TestCRICheckpointDeadline(t *testing.T) {
 		t.Fatalf("CheckpointPod past its deadline: %v, want DeadlineExceeded", err)
 	}
 	empty := func() bool { ents, _ := os.ReadDir(out); return len(ents) == 0 }
-	waitUntil(t, 30*time.Second, "the first app's checkpoint directory", func() bool { return !empty() }) // the dump under way
+	// The service finishes the dump under way, then removes what it wrote
+	// (the on-time CheckpointPod below, into the same directory, waits for
+	// the apps and needs it empty).
 	waitUntil(t, 30*time.Second, "the service to remove the late checkpoint", empty)
 	counting()
 
