@@ -52,8 +52,9 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 # runs libcontainer's nsenter and seccomp, keeps cgo).
 RKT_GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)'
 
-# Test tooling (crictl, critest) is built from the Go module proxy.
+# Test tooling (crictl, critest, checkpointctl) is built from the Go module proxy.
 CRI_TOOLS_VERSION ?= v1.37.0
+CHECKPOINTCTL_VERSION ?= v1.6.0
 TOOLSDIR ?= $(BUILDDIR)/tools
 
 .PHONY: deps run all dist rkt stage1 check unit functional critest bench fuzz chaos install uninstall clean fmt vet tools deb
@@ -96,10 +97,16 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v /tests)
 unit:
 	CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 20m $(UNIT_PKGS)
 
-tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest $(TOOLSDIR)/kubelet $(TOOLSDIR)/criu
+tools: $(TOOLSDIR)/crictl $(TOOLSDIR)/critest $(TOOLSDIR)/kubelet $(TOOLSDIR)/criu $(TOOLSDIR)/checkpointctl
 
 $(TOOLSDIR)/crictl:
 	GOBIN=$(abspath $(TOOLSDIR)) $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRI_TOOLS_VERSION)
+
+# checkpointctl reads the container checkpoint archives (CheckpointContainer)
+# in TestCRICheckpointContainer. v1.7.0 needs a go-criu the module proxy
+# does not serve.
+$(TOOLSDIR)/checkpointctl:
+	GOBIN=$(abspath $(TOOLSDIR)) $(GO) install github.com/checkpoint-restore/checkpointctl@$(CHECKPOINTCTL_VERSION)
 
 $(TOOLSDIR)/critest:
 	./tests/build-critest.sh $(CRI_TOOLS_VERSION) $(abspath $(TOOLSDIR))

@@ -35,7 +35,7 @@ type podRuntime interface {
 	UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error
 	ReopenAppLog(ctx context.Context, uuid, app string) error
 	CheckpointPod(ctx context.Context, uuid string, opts stage0.CheckpointOptions) error
-	CheckpointApp(ctx context.Context, uuid, app, archive string) error
+	CheckpointApp(ctx context.Context, uuid, app string, a stage0.ContainerArchive) error
 	Criu() (path, version string, err error)
 
 	// I/O

@@ -60,9 +60,9 @@ func (c *criService) CheckpointPod(ctx context.Context, r *runtimeapi.Checkpoint
 }
 
 // CheckpointContainer writes a checkpoint of a running container as a tar
-// archive at location (stage0.CheckpointApp: a one-container pod
-// checkpoint; extracted, RestorePod restores it). A timeout > 0 bounds the
-// call, in seconds.
+// archive at location (stage0.CheckpointApp: the container archive layout
+// of CRI-O and containerd, which checkpointctl reads; extracted, RestorePod
+// restores it). A timeout > 0 bounds the call, in seconds.
 func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
 	if r.GetLocation() == "" {
 		return nil, invalidf("no checkpoint archive location given")
@@ -85,8 +85,35 @@ func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.Chec
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
 	}
-	if err := c.rt.CheckpointApp(ctx, ct.sb.ID(), ct.app.App.Name, r.GetLocation()); err != nil {
+	if err := c.rt.CheckpointApp(ctx, ct.sb.ID(), ct.app.App.Name, containerArchive(ct, r.GetLocation())); err != nil {
 		return nil, fmt.Errorf("cannot checkpoint container %s: %w", ct.id, err)
 	}
 	return &runtimeapi.CheckpointContainerResponse{}, nil
+}
+
+// containerArchive says what a container checkpoint's config.dump and
+// spec.dump tell of the container: its CRI metadata under containerd's
+// annotation keys, which checkpointctl reads from archives of runtimes it
+// does not know.
+func containerArchive(ct *container, path string) stage0.ContainerArchive {
+	md, smd := ct.cfg.GetMetadata(), ct.sb.cfg.GetMetadata()
+	return stage0.ContainerArchive{
+		Path: path,
+		Dump: stage0.ContainerDump{
+			ID:              ct.id,
+			Name:            md.GetName(),
+			RootfsImageName: ct.cfg.GetImage().GetImage(),
+			RootfsImageRef:  ct.app.App.Image.ID,
+			CreatedTime:     ct.app.App.CreatedAt,
+		},
+		Annotations: map[string]string{
+			"io.kubernetes.cri.container-type":    "container",
+			"io.kubernetes.cri.container-name":    md.GetName(),
+			"io.kubernetes.cri.image-name":        ct.cfg.GetImage().GetImage(),
+			"io.kubernetes.cri.sandbox-id":        ct.sb.ID(),
+			"io.kubernetes.cri.sandbox-name":      smd.GetName(),
+			"io.kubernetes.cri.sandbox-namespace": smd.GetNamespace(),
+			"io.kubernetes.cri.sandbox-uid":       smd.GetUid(),
+		},
+	}
 }

@@ -68,7 +68,7 @@ func TestCheckpointContainer(t *testing.T) {
 	if _, err := e.rs.CheckpointContainer(e.ctx, req(a)); err != nil {
 		t.Fatal(err)
 	}
-	if want := "CheckpointApp " + pod + " a-0 /ckpt.tar"; !slices.Contains(e.rt.called(), want) {
+	if want := "CheckpointApp " + pod + " a-0 /ckpt.tar a web"; !slices.Contains(e.rt.called(), want) {
 		t.Errorf("stage0 calls %v lack %q", e.rt.called(), want)
 	}
 	bad := []struct {

@@ -84,7 +84,7 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		if img.ID != restore.imageID {
 			return "", fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
 		}
-		opts.RestoreFrom = restore.dir
+		opts.RestoreFrom = &restore.files
 	} else {
 		opts.Prestart = true // StartContainer follows
 	}

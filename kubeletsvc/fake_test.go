@@ -291,7 +291,7 @@ func (f *fakeRuntime) AddApp(_ context.Context, uuid string, opts stage0.AppOpti
 		LogPath: opts.LogPath,
 	})
 	f.appOpts[appKey(uuid, opts.Name)] = opts
-	if opts.RestoreFrom != "" { // the spec RestorePod checks
+	if opts.RestoreFrom != nil { // the spec RestorePod checks
 		f.specs[appKey(uuid, opts.Name)] = &specs.Spec{Process: &specs.Process{Args: append(slices.Clone(opts.Exec), opts.Args...), Cwd: opts.WorkingDir}}
 	}
 	f.record("AddApp %s/%s", uuid, opts.Name)
@@ -399,13 +399,13 @@ func (f *fakeRuntime) CheckpointPod(_ context.Context, uuid string, opts stage0.
 	return nil
 }
 
-func (f *fakeRuntime) CheckpointApp(_ context.Context, uuid, app, archive string) error {
+func (f *fakeRuntime) CheckpointApp(_ context.Context, uuid, app string, a stage0.ContainerArchive) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.runningApp(uuid, app); err != nil {
 		return err
 	}
-	f.record("CheckpointApp %s %s %s", uuid, app, archive)
+	f.record("CheckpointApp %s %s %s %s %s", uuid, app, a.Path, a.Dump.Name, a.Annotations["io.kubernetes.cri.sandbox-name"])
 	return nil
 }
 

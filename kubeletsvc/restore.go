@@ -14,7 +14,7 @@ import (
 
 // restoreSource is a checkpointed app a container is created from.
 type restoreSource struct {
-	dir     string // <checkpoint>/<app>
+	files   stage0.CheckpointFiles
 	imageID string
 }
 
@@ -71,7 +71,7 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 		if a.TTY || byName[n].GetTty() {
 			return nil, fmt.Errorf("%w: container %q: containers with a terminal cannot be restored", errFailedPrecondition, n)
 		}
-		srcs[n] = &restoreSource{dir: filepath.Join(path, a.Name), imageID: a.Image.ID}
+		srcs[n] = &restoreSource{files: cm.Files(path, a.Name), imageID: a.Image.ID}
 		apps[n] = cm.Apps[i]
 	}
 	if len(srcs) != len(byName) {

@@ -49,7 +49,7 @@ func TestRestorePod(t *testing.T) {
 	orig := e.runPod(t, "orig")
 	e.startContainer(t, orig, "a")
 	e.startContainer(t, orig, "b")
-	ckpt := writeCheckpoint(t, e, orig, stage0.CheckpointVersion, nil)
+	ckpt := writeCheckpoint(t, e, orig, stage0.PodCheckpointVersion, nil)
 	cfgs := []*runtimeapi.ContainerConfig{containerConfig("a", "busybox"), containerConfig("b", "busybox")}
 	req := func(cfgs ...*runtimeapi.ContainerConfig) *runtimeapi.RestorePodRequest {
 		return &runtimeapi.RestorePodRequest{CheckpointPath: ckpt, Config: sandboxConfig("restored"), ContainerConfigs: cfgs}
@@ -72,7 +72,7 @@ func TestRestorePod(t *testing.T) {
 	other.Image = &runtimeapi.ImageSpec{Image: "nginx"}
 	e.haveImage("nginx")
 	newer := writeCheckpoint(t, e, orig, stage0.CheckpointVersion+1, nil)
-	otherCmd := writeCheckpoint(t, e, orig, stage0.CheckpointVersion, []string{"/bin/other"})
+	otherCmd := writeCheckpoint(t, e, orig, stage0.PodCheckpointVersion, []string{"/bin/other"})
 	bad := []struct {
 		what string
 		req  *runtimeapi.RestorePodRequest
@@ -119,8 +119,9 @@ func TestRestorePod(t *testing.T) {
 	}
 	for k, o := range e.rt.appOpts {
 		if strings.HasPrefix(k, r.PodSandboxId) {
-			if o.Prestart || o.RestoreFrom != filepath.Join(ckpt, o.Name) {
-				t.Errorf("app %s added with Prestart %v, RestoreFrom %q", o.Name, o.Prestart, o.RestoreFrom)
+			want := stage0.CheckpointFiles{Criu: filepath.Join(ckpt, o.Name, "criu"), Layer: filepath.Join(ckpt, o.Name, "rootfs.tar")}
+			if o.Prestart || o.RestoreFrom == nil || *o.RestoreFrom != want {
+				t.Errorf("app %s added with Prestart %v, RestoreFrom %v", o.Name, o.Prestart, o.RestoreFrom)
 			}
 		}
 	}

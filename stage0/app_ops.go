@@ -81,14 +81,14 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 		r.removeAppDir(p, name)
 		return "", err
 	}
-	if opts.RestoreFrom != "" {
+	if opts.RestoreFrom != nil {
 		if err := r.prepareRestore(p, name, opts.RestoreFrom); err != nil {
 			r.removeAppDir(p, name)
 			return "", err
 		}
 	}
 	var pre *control.Pending
-	if opts.Prestart && opts.RestoreFrom == "" {
+	if opts.Prestart && opts.RestoreFrom == nil {
 		pre = r.sendPrestart(ctx, p, &na.app)
 	}
 	err = na.commit(p, p.appDir(name).Spec())

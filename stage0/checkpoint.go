@@ -28,11 +28,41 @@ import (
 //	<app>/criu/             the app's CRIU images and dump.log
 //	<app>/rootfs.tar        the app's overlay upper directory, an OCI layer
 //
+// A container checkpoint (CheckpointApp, version 2) holds one app in the
+// layout CRI-O's and containerd's container archives share, which
+// checkpointctl reads, and checkpoint.json:
+//
+//	checkpoint/             the app's CRIU images and dump.log
+//	rootfs-diff.tar         the app's writable layer
+//	spec.dump, config.dump  the app's OCI spec and ContainerDump
+//
 // Directories are 0700, files 0600, owned by root: the images hold the
 // processes' memory.
 
-// CheckpointVersion is the version of the checkpoint layout written.
-const CheckpointVersion = 1
+// CheckpointVersion is the newest checkpoint layout this rkt reads: 1 is a
+// pod checkpoint, 2 a container checkpoint.
+const CheckpointVersion = 2
+
+// Layout versions.
+const (
+	PodCheckpointVersion       = 1
+	ContainerCheckpointVersion = 2
+)
+
+// CheckpointFiles are where a checkpointed app's files are.
+type CheckpointFiles struct {
+	Criu  string // directory of its CRIU images
+	Layer string // its writable layer, a tar
+}
+
+// Files returns where the files of the checkpointed app are in the
+// checkpoint directory dir.
+func (cm *CheckpointManifest) Files(dir, app string) CheckpointFiles {
+	if cm.Version == ContainerCheckpointVersion {
+		return CheckpointFiles{Criu: filepath.Join(dir, "checkpoint"), Layer: filepath.Join(dir, "rootfs-diff.tar")}
+	}
+	return CheckpointFiles{Criu: filepath.Join(dir, app, "criu"), Layer: filepath.Join(dir, app, "rootfs.tar")}
+}
 
 // CheckpointManifestFile is the name of the checkpoint's manifest.
 const CheckpointManifestFile = "checkpoint.json"
@@ -118,7 +148,7 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 	if err != nil {
 		return err
 	}
-	cm := &CheckpointManifest{Version: CheckpointVersion, CreatedAt: time.Now().UTC(), Criu: criuVer, Pod: *pm}
+	cm := &CheckpointManifest{Version: PodCheckpointVersion, CreatedAt: time.Now().UTC(), Criu: criuVer, Pod: *pm}
 	cm.Pod.Apps = nil
 	for _, name := range opts.Apps {
 		i := appIndex(pm, name)
@@ -155,13 +185,17 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 	if err != nil {
 		return appErr(fmt.Errorf("cannot checkpoint pod %s: %w", p.uuid, err))
 	}
-	b, err := json.MarshalIndent(cm, "", "\t")
+	return writeCheckpointJSON(filepath.Join(opts.Dir, CheckpointManifestFile), cm)
+}
+
+// writeCheckpointJSON writes v, indented, durably to the private file path.
+func writeCheckpointJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "\t")
 	if err != nil {
-		return fmt.Errorf("cannot encode the checkpoint manifest: %w", err)
+		return fmt.Errorf("cannot encode %q: %w", path, err)
 	}
-	mf := filepath.Join(opts.Dir, CheckpointManifestFile)
-	if err := fileperm.WriteFile(mf, b, fileperm.Private); err != nil {
-		return fmt.Errorf("cannot write %q: %w", mf, err)
+	if err := fileperm.WriteFile(path, b, fileperm.Private); err != nil {
+		return fmt.Errorf("cannot write %q: %w", path, err)
 	}
 	return nil
 }

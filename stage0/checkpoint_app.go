@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,14 +15,42 @@ import (
 	"github.com/rkt/rkt/pkg/lock"
 )
 
+// ContainerDump is config.dump of a container checkpoint: the fields of
+// the ContainerConfig of CRI-O's and containerd's archives that
+// checkpointctl shows.
+type ContainerDump struct {
+	ID              string    `json:"id"`
+	Name            string    `json:"name"`
+	RootfsImageName string    `json:"rootfsImageName,omitempty"`
+	RootfsImageRef  string    `json:"rootfsImageRef,omitempty"`
+	Runtime         string    `json:"runtime,omitempty"`
+	CreatedTime     time.Time `json:"createdTime"`
+	CheckpointedAt  time.Time `json:"checkpointedTime"`
+}
+
+// ContainerArchive is where CheckpointApp writes and what it says of the
+// container besides its checkpoint.
+type ContainerArchive struct {
+	// Path is a new file, absolute, in an existing directory.
+	Path string
+	// Dump is written as config.dump; CheckpointApp sets CheckpointedAt,
+	// and Runtime when empty.
+	Dump ContainerDump
+	// Annotations are added to those of the app's spec in spec.dump (the
+	// CRI's metadata, under the keys checkpointctl reads).
+	Annotations map[string]string
+}
+
 // CheckpointApp writes a checkpoint of the running app of the running pod
-// uuid as a tar archive at archive, a new file (0600, root's): its entries
-// are the checkpoint directory CheckpointPod writes, with this app only
-// (extracted, it is a checkpoint RestorePod reads). The directory is made
-// in the pod's Checkpoints directory and removed after. The archive's
-// directory must exist and the archive must not (ErrExists); on error
-// nothing is left at archive.
-func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) error {
+// uuid as a tar archive at a.Path, a new file (0600, root's): a container
+// checkpoint (version 2: the layout of CRI-O's and containerd's archives,
+// with checkpoint.json; extracted, RestorePod reads it), from the checkpoint
+// CheckpointPod writes of this app alone. The directory is made in the
+// pod's Checkpoints directory, locked while in use, and removed after. The
+// archive's directory must exist and the archive must not (ErrExists); on
+// error nothing is left at a.Path.
+func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a ContainerArchive) error {
+	archive := a.Path
 	if err := checkArchivePath(archive); err != nil {
 		return err
 	}
@@ -46,10 +75,55 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app, archive string) 
 	if err := r.CheckpointPod(ctx, uuid, CheckpointOptions{Dir: dir, Apps: []string{app}}); err != nil {
 		return err
 	}
+	if err := toContainerLayout(p, dir, app, a); err != nil {
+		return fmt.Errorf("cannot make the checkpoint of app %q of pod %s a container checkpoint: %w", app, p.uuid, err)
+	}
 	if err := writeArchive(ctx, dir, archive); err != nil {
 		return fmt.Errorf("cannot archive the checkpoint of app %q of pod %s: %w", app, p.uuid, err)
 	}
 	return nil
+}
+
+// toContainerLayout turns the pod checkpoint of app in dir into a
+// container checkpoint: its files moved, spec.dump and config.dump
+// written, then checkpoint.json rewritten.
+func toContainerLayout(p *pod, dir, app string, a ContainerArchive) error {
+	cm, err := ReadCheckpoint(dir)
+	if err != nil {
+		return err
+	}
+	from := cm.Files(dir, app)
+	cm.Version = ContainerCheckpointVersion
+	to := cm.Files(dir, app)
+	for _, mv := range [][2]string{{from.Criu, to.Criu}, {from.Layer, to.Layer}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, app)); err != nil {
+		return err
+	}
+	spec, _, err := readAppSpec(p, app)
+	if err != nil {
+		return err
+	}
+	annos := maps.Clone(spec.Annotations)
+	if annos == nil {
+		annos = map[string]string{}
+	}
+	maps.Copy(annos, a.Annotations)
+	spec.Annotations = annos
+	dump := a.Dump
+	dump.CheckpointedAt = cm.CreatedAt
+	if dump.Runtime == "" {
+		dump.Runtime = "rkt"
+	}
+	for name, v := range map[string]any{"spec.dump": spec, "config.dump": dump} {
+		if err := writeCheckpointJSON(filepath.Join(dir, name), v); err != nil {
+			return err
+		}
+	}
+	return writeCheckpointJSON(filepath.Join(dir, CheckpointManifestFile), cm)
 }
 
 // removeStaleCheckpoints removes what CheckpointApp calls cut off by a

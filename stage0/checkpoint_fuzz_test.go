@@ -20,8 +20,10 @@ func FuzzReadCheckpoint(f *testing.F) {
 	f.Add([]byte(`{"version":1,"pod":{"apps":[{"name":"../web"}]},"apps":[{"name":"../web"}]}`))
 	f.Add([]byte(`{"version":1,"pod":{"apps":[]},"apps":[{"name":"web"}]}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"version":2,"pod":{"apps":[{"name":"web"}]},"apps":[{"name":"web"}]}`))
+	f.Add([]byte(`{"version":2,"pod":{"apps":[{"name":"web"},{"name":"db"}]},"apps":[{"name":"web"},{"name":"db"}]}`))
 	dir := f.TempDir()
-	for _, p := range []string{"web/criu/inventory.img", "web/rootfs.tar"} {
+	for _, p := range []string{"web/criu/inventory.img", "web/rootfs.tar", "checkpoint/inventory.img", "rootfs-diff.tar"} {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o700); err != nil {
 			f.Fatal(err)
 		}
@@ -41,15 +43,16 @@ func FuzzReadCheckpoint(f *testing.F) {
 			}
 			return
 		}
-		if len(cm.Apps) == 0 || len(cm.Apps) != len(cm.Pod.Apps) {
+		if len(cm.Apps) == 0 || len(cm.Apps) != len(cm.Pod.Apps) || cm.Version == ContainerCheckpointVersion && len(cm.Apps) != 1 {
 			t.Fatalf("accepted %d apps, %d in the pod", len(cm.Apps), len(cm.Pod.Apps))
 		}
 		for i, a := range cm.Apps {
 			if !validAppName(a.Name) || a.Name != cm.Pod.Apps[i].Name || strings.Contains(a.Name, "/") {
 				t.Fatalf("accepted app name %q (pod's %q)", a.Name, cm.Pod.Apps[i].Name)
 			}
-			if fi, err := os.Lstat(filepath.Join(dir, a.Name, "rootfs.tar")); err != nil || !fi.Mode().IsRegular() {
-				t.Fatalf("accepted app %q without its layer", a.Name)
+			files := cm.Files(dir, a.Name)
+			if fi, err := os.Lstat(files.Layer); err != nil || !fi.Mode().IsRegular() || !strings.HasPrefix(files.Criu, dir+"/") {
+				t.Fatalf("accepted app %q without its layer, or with files outside the checkpoint (%v)", a.Name, files)
 			}
 		}
 	})

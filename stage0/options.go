@@ -115,11 +115,11 @@ type AppOptions struct {
 	// background, so that StartApp only has to run its process (the CRI
 	// starts what it creates). Not recorded.
 	Prestart bool `json:"-"`
-	// RestoreFrom is an app directory of a pod checkpoint
-	// (<checkpoint>/<app>, see ReadCheckpoint): AddApp gives the app that
-	// app's writable layer, and its start restores the dumped process
-	// instead of running one (RestorePod). Excludes Prestart. Not recorded.
-	RestoreFrom string `json:"-"`
+	// RestoreFrom are the files of an app of a checkpoint
+	// (CheckpointManifest.Files): AddApp gives the app that app's writable
+	// layer, and its start restores the dumped process instead of running
+	// one (RestorePod). Excludes Prestart. Not recorded.
+	RestoreFrom *CheckpointFiles `json:"-"`
 }
 
 // Mount is a mount of a host path or a pod volume into an app.

@@ -31,15 +31,17 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 	switch {
 	case cm.Version > CheckpointVersion:
 		return nil, fmt.Errorf("checkpoint %q has layout version %d, this rkt reads %d: %w", dir, cm.Version, CheckpointVersion, schema.ErrNewerVersion)
-	case cm.Version < 1 || len(cm.Apps) == 0 || len(cm.Apps) != len(cm.Pod.Apps):
+	case cm.Version < 1 || len(cm.Apps) == 0 || len(cm.Apps) != len(cm.Pod.Apps),
+		cm.Version == ContainerCheckpointVersion && len(cm.Apps) != 1:
 		return nil, fmt.Errorf("checkpoint %q: bad manifest (version %d, %d apps): %w", dir, cm.Version, len(cm.Apps), ErrInvalid)
 	}
 	for i, a := range cm.Apps {
 		if a.Name != cm.Pod.Apps[i].Name || !validAppName(a.Name) {
 			return nil, fmt.Errorf("checkpoint %q: bad app name %q: %w", dir, a.Name, ErrInvalid)
 		}
-		for _, f := range []string{filepath.Join(a.Name, "criu", "inventory.img"), filepath.Join(a.Name, "rootfs.tar")} {
-			if fi, err := os.Lstat(filepath.Join(dir, f)); err != nil || !fi.Mode().IsRegular() {
+		files := cm.Files(dir, a.Name)
+		for _, f := range []string{filepath.Join(files.Criu, "inventory.img"), files.Layer} {
+			if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() {
 				return nil, fmt.Errorf("checkpoint %q lacks %s: %w", dir, f, ErrInvalid)
 			}
 		}
@@ -48,10 +50,10 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 }
 
 // prepareRestore gives a new app the state of a checkpointed one (from,
-// <checkpoint>/<app>): its writable layer, extracted through its mounted
-// rootfs, and its CRIU images, copied to AppDir.Restore for stage1 to
-// restore at the app's start with the criu linked in PodDir.CriuBin.
-func (r *Runtime) prepareRestore(p *pod, name, from string) error {
+// CheckpointManifest.Files): its writable layer, extracted through its
+// mounted rootfs, and its CRIU images, copied to AppDir.Restore for stage1
+// to restore at the app's start with the criu linked in PodDir.CriuBin.
+func (r *Runtime) prepareRestore(p *pod, name string, from *CheckpointFiles) error {
 	criu, _, err := r.Criu()
 	if err != nil {
 		return err
@@ -68,7 +70,7 @@ func (r *Runtime) prepareRestore(p *pod, name, from string) error {
 		}
 	}
 	dir := p.appDir(name)
-	layer := filepath.Join(from, "rootfs.tar")
+	layer := from.Layer
 	f, err := os.Open(layer)
 	if err != nil {
 		return fmt.Errorf("cannot open %q: %w", layer, err)
@@ -78,7 +80,7 @@ func (r *Runtime) prepareRestore(p *pod, name, from string) error {
 	if err != nil {
 		return fmt.Errorf("cannot restore the writable layer of app %q from %q: %w", name, layer, err)
 	}
-	src := filepath.Join(from, "criu")
+	src := from.Criu
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		return fmt.Errorf("cannot read %q: %w", src, err)

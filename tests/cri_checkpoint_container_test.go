@@ -20,9 +20,10 @@ import (
 
 // TestCRICheckpointContainer: `crictl checkpoint --export` of one of two
 // counting containers writes a private tar archive holding a checkpoint of
-// that container only, leaves both running and nothing behind in the pod;
-// bad requests get their codes; the archive, extracted, is restored by
-// RestorePod into a new sandbox, where the counter goes on from the cut.
+// that container only, in the layout checkpointctl reads (which shows it),
+// leaves both running and nothing behind in the pod; bad requests get
+// their codes; the archive, extracted, is restored by RestorePod into a new
+// sandbox, where the counter goes on from the cut.
 func TestCRICheckpointContainer(t *testing.T) {
 	env, svc, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
@@ -77,12 +78,30 @@ func TestCRICheckpointContainer(t *testing.T) {
 	}
 	var cm stage0.CheckpointManifest
 	must(t, "decode the archive's manifest", json.Unmarshal([]byte(tarFile(t, archive, stage0.CheckpointManifestFile)), &cm))
-	if len(cm.Apps) != 1 || len(cm.Pod.Apps) != 1 {
-		t.Fatalf("the archive's checkpoint has apps %v, want the container one only", cm.Apps)
+	if cm.Version != stage0.ContainerCheckpointVersion || len(cm.Apps) != 1 || len(cm.Pod.Apps) != 1 {
+		t.Fatalf("the archive's checkpoint: version %d, apps %v; want a container checkpoint of one only", cm.Version, cm.Apps)
 	}
-	app := cm.Apps[0].Name
-	if tarFile(t, archive, app+"/criu/inventory.img") == "" || tarFile(t, archive, app+"/rootfs.tar") == "" {
-		t.Errorf("the archive lacks %s's CRIU images or rootfs layer", app)
+	if tarFile(t, archive, "checkpoint/inventory.img") == "" || tarFile(t, archive, "rootfs-diff.tar") == "" {
+		t.Errorf("the archive lacks the CRIU images or the rootfs layer")
+	}
+	var spec struct{ Annotations map[string]string }
+	must(t, "decode spec.dump", json.Unmarshal([]byte(tarFile(t, archive, "spec.dump")), &spec))
+	if a := spec.Annotations; a["io.kubernetes.cri.container-name"] != "one" || a["io.kubernetes.cri.sandbox-name"] != pc.Metadata.Name ||
+		a["io.kubernetes.cri.sandbox-namespace"] != pc.Metadata.Namespace {
+		t.Errorf("spec.dump's annotations: %v", a)
+	}
+	// checkpointctl, which reads CRI-O's and containerd's archives, reads
+	// this one: the container, its image, the runtime, the process tree.
+	ckctl := toolPath(t, "checkpointctl")
+	shown, err := exec.Command(ckctl, "show", archive).CombinedOutput()
+	t.Logf("checkpointctl show:\n%s", shown)
+	if err != nil || !strings.Contains(string(shown), "one") || !strings.Contains(string(shown), "rkt") || !strings.Contains(string(shown), ids["one"][:12]) {
+		t.Errorf("checkpointctl show %s: %v", archive, err)
+	}
+	tree, err := exec.Command(ckctl, "inspect", "--ps-tree", archive).CombinedOutput()
+	t.Logf("checkpointctl inspect --ps-tree:\n%s", tree)
+	if err != nil || !strings.Contains(string(tree), "sleep") {
+		t.Errorf("checkpointctl inspect --ps-tree %s: %v, want the counter's sleep in the process tree", archive, err)
 	}
 
 	// Bad requests: their codes, and no file written.

@@ -117,7 +117,7 @@ func TestCRICheckpointPod(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	slices.Sort(names)
-	if cm.Version != stage0.CheckpointVersion || cm.Pod.UUID != podID || len(cm.Pod.Apps) != 2 || len(names) != 2 {
+	if cm.Version != stage0.PodCheckpointVersion || cm.Pod.UUID != podID || len(cm.Pod.Apps) != 2 || len(names) != 2 {
 		t.Errorf("checkpoint manifest: version %d, pod %s, %d pod apps, apps %v", cm.Version, cm.Pod.UUID, len(cm.Pod.Apps), names)
 	}
 	for _, a := range cm.Apps {

@@ -249,7 +249,8 @@ func saveSysctls(t testing.TB, keys ...string) func() {
 	}
 }
 
-// toolPath returns a test tool (crictl, critest, kubelet, criu) from $RKT_TOOLS, or builds
+// toolPath returns a test tool (crictl, critest, kubelet, criu,
+// checkpointctl) from $RKT_TOOLS, or builds
 // it into <module>/build/tools as `make tools` would.
 func toolPath(t testing.TB, name string) string {
 	t.Helper()
@@ -279,6 +280,9 @@ func toolPath(t testing.TB, name string) string {
 		cmd = exec.Command("./e2e-node/build-k8s.sh", dir, "kubelet")
 	case "criu":
 		cmd = exec.Command("./build-criu.sh", dir)
+	case "checkpointctl":
+		cmd = exec.Command("go", "install", "github.com/checkpoint-restore/checkpointctl@"+checkpointctlVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+dir)
 	default:
 		t.Fatalf("unknown tool %q", name)
 	}
@@ -291,3 +295,6 @@ func toolPath(t testing.TB, name string) string {
 // criToolsVersion is the cri-tools release whose crictl and critest the
 // tests use.
 const criToolsVersion = "v1.37.0"
+
+// checkpointctlVersion is the Makefile's CHECKPOINTCTL_VERSION.
+const checkpointctlVersion = "v1.6.0"

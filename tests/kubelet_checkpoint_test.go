@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,8 +80,20 @@ spec:
 	}
 	var cm stage0.CheckpointManifest
 	must(t, "decode the archive's manifest", json.Unmarshal([]byte(tarFile(t, archive, stage0.CheckpointManifestFile)), &cm))
-	if len(cm.Apps) != 1 || tarFile(t, archive, cm.Apps[0].Name+"/criu/inventory.img") == "" {
-		t.Errorf("the archive's checkpoint: apps %v, want the container app with its CRIU images", cm.Apps)
+	if cm.Version != stage0.ContainerCheckpointVersion || len(cm.Apps) != 1 || tarFile(t, archive, "checkpoint/inventory.img") == "" {
+		t.Errorf("the archive's checkpoint: version %d, apps %v; want a container checkpoint with its CRIU images", cm.Version, cm.Apps)
+	}
+	// what checkpointctl says of it
+	out, err := exec.Command(toolPath(t, "checkpointctl"), "inspect", "--format=json", archive).CombinedOutput()
+	var shown []struct {
+		ContainerName string `json:"container_name"`
+		Runtime       string `json:"runtime"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &shown)
+	}
+	if err != nil || len(shown) != 1 || shown[0].ContainerName != "app" || shown[0].Runtime != "rkt" {
+		t.Errorf("checkpointctl inspect: %v, %+v\n%s", err, shown, out)
 	}
 
 	time.Sleep(2 * time.Second) // a few pod syncs
