@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/stage0"
-	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestKubeletCheckpoint: the kubelet's checkpoint API (ContainerCheckpoint,
@@ -23,13 +22,7 @@ import (
 // that container's checkpoint, and the container runs on, not restarted.
 func TestKubeletCheckpoint(t *testing.T) {
 	requireRoot(t)
-	env := testutil.NewEnv(t)
-	reg := testutil.StartRegistry(t)
-	ref := reg.Push(t, "ckpt/busybox:1", testutil.Busybox(t))
-	svc := startCRIService(t, env, "--criu="+toolPath(t, "criu"))
-	c := dialCRI(t, svc)
-	t.Cleanup(func() { removeAllPods(t, c) })
-	k := startKubelet(t, svc.Endpoint, filepath.Join(env.Root, "kubelet"))
+	_, k, ref := kubeletOnRkt(t, "ckpt/busybox:1", "--criu="+toolPath(t, "criu"))
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: ckpt, namespace: default}

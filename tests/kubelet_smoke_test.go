@@ -210,22 +210,29 @@ func (k *kubelet) pod(name string) (*kubeletPod, error) {
 	return nil, nil
 }
 
+// kubeletOnRkt starts a kubelet-service (with args), a registry holding
+// busybox as repo (returned: its reference) and a standalone kubelet on
+// the service. The kubelet removes stopped sandboxes only in its container
+// GC; removeAllPods stands in for it at cleanup, before the leak check.
+func kubeletOnRkt(t *testing.T, repo string, args ...string) (*criClient, *kubelet, string) {
+	t.Helper()
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	reg := testutil.StartRegistry(t)
+	ref := reg.Push(t, repo, testutil.Busybox(t))
+	svc := startCRIService(t, env, args...)
+	c := dialCRI(t, svc)
+	t.Cleanup(func() { removeAllPods(t, c) })
+	return c, startKubelet(t, svc.Endpoint, filepath.Join(env.Root, "kubelet")), ref
+}
+
 // TestKubeletSmoke runs a standalone kubelet against rkt kubelet-service
 // with a static pod: it runs, gets an IP, its logs are readable through the
 // kubelet, a failing exec liveness probe restarts its container, the
 // kubelet's /stats/summary has pod and container stats, and removing the
 // manifest stops the pod, which is then removed with nothing left behind.
 func TestKubeletSmoke(t *testing.T) {
-	requireRoot(t)
-	env := testutil.NewEnv(t)
-	reg := testutil.StartRegistry(t)
-	ref := reg.Push(t, "smoke/busybox:1", testutil.Busybox(t))
-	svc := startCRIService(t, env)
-	c := dialCRI(t, svc)
-	// The kubelet removes stopped sandboxes only in its container GC;
-	// removeAllPods stands in for it before the leak check.
-	t.Cleanup(func() { removeAllPods(t, c) })
-	k := startKubelet(t, svc.Endpoint, filepath.Join(env.Root, "kubelet"))
+	c, k, ref := kubeletOnRkt(t, "smoke/busybox:1")
 
 	// The first run of the container never becomes healthy, so the
 	// liveness probe restarts it; the second run (marked on the emptyDir,
