@@ -128,27 +128,9 @@ func toContainerLayout(p *pod, dir, app string, a ContainerArchive) error {
 
 // removeStaleCheckpoints removes what CheckpointApp calls cut off by a
 // crash left in the pod's Checkpoints directory: directories no call has
-// locked, older than newDirMinAge (a new one may not be locked yet).
+// locked, older than newDirMinAge.
 func (r *Runtime) removeStaleCheckpoints(p *pod) {
-	dir := p.layout().Checkpoints()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < newDirMinAge {
-			continue
-		}
-		l, err := lock.TryExclusive(path, lock.Dir)
-		if err != nil {
-			continue // a checkpoint under way
-		}
-		if err := os.RemoveAll(path); err != nil {
-			r.log.Warn("gc: cannot remove a stale checkpoint directory", "path", path, "error", err)
-		}
-		l.Close()
-	}
+	r.removeAbandoned(p.layout().Checkpoints(), func(string) bool { return true })
 }
 
 // checkArchivePath checks that archive is a clean absolute path to no

@@ -217,22 +217,28 @@ const newDirMinAge = 10 * time.Second
 // before they got their name (prepare/.new-<uuid>, unlocked, older than
 // newDirMinAge).
 func (r *Runtime) removeStaleNewDirs() {
-	dir := r.stateDir(dirPrepare)
+	r.removeAbandoned(r.stateDir(dirPrepare), func(name string) bool { return strings.HasPrefix(name, newPodPrefix) })
+}
+
+// removeAbandoned removes the entries of dir that match, are older than
+// newDirMinAge (a new one may not be locked by its maker yet) and that no
+// one holds locked (lock.Dir).
+func (r *Runtime) removeAbandoned(dir string, match func(name string) bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), newPodPrefix) {
+		if !match(e.Name()) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
 		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < newDirMinAge {
-			continue // gone, or maybe about to be locked by its creator
+			continue // gone, or maybe about to be locked by its maker
 		}
 		l, err := lock.TryExclusive(path, lock.Dir)
 		if err != nil {
-			continue // being created right now
+			continue // in use
 		}
 		if err := os.RemoveAll(path); err != nil {
 			r.log.Warn("gc: cannot remove a stale directory", "path", path, "error", err)
