@@ -40,15 +40,18 @@ func dialSystemd(ctx context.Context) (scopeStarter, error) {
 // joinSystemdScope moves the supervisor into its own transient scope. It
 // is called only when systemd is PID 1 (systemdRunning); on an error the
 // caller goes on in the cgroup it was started in.
-func joinSystemdScope(uuid, cgroupParent string) error {
+func joinSystemdScope(uuid, cgroupParent, podDir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return joinScope(ctx, dialSystemd, uuid, cgroupParent, os.Getpid())
+	return joinScope(ctx, dialSystemd, uuid, cgroupParent, podDir, os.Getpid())
 }
 
 // joinScope asks systemd (through dial) to create the pod's supervisor
-// scope holding pid, and waits for the job's result.
-func joinScope(ctx context.Context, dial func(context.Context) (scopeStarter, error), uuid, cgroupParent string, pid int) error {
+// scope holding pid, and waits for the job's result. The scope requires
+// the mounts the pod directory lives on, so that at shutdown systemd stops
+// the supervisor (which holds the pod's lock and files open) before it
+// unmounts them.
+func joinScope(ctx context.Context, dial func(context.Context) (scopeStarter, error), uuid, cgroupParent, podDir string, pid int) error {
 	name := stage1ScopeName(uuid)
 	conn, err := dial(ctx)
 	if err != nil {
@@ -59,6 +62,7 @@ func joinScope(ctx context.Context, dial func(context.Context) (scopeStarter, er
 		systemddbus.PropDescription("rkt pod " + uuid + " supervisor"),
 		systemddbus.PropSlice(stage1Slice(cgroupParent)),
 		systemddbus.PropPids(uint32(pid)),
+		systemddbus.PropRequiresMountsFor(podDir),
 	}
 	done := make(chan string, 1)
 	if _, err := conn.StartTransientUnitContext(ctx, name, "replace", props, done); err != nil {

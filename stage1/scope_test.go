@@ -60,7 +60,7 @@ func TestJoinScope(t *testing.T) {
 				}
 				return tc.fake, nil
 			}
-			err := joinScope(ctx, dial, uuid, "/kubepods.slice", 4242)
+			err := joinScope(ctx, dial, uuid, "/kubepods.slice", "/var/lib/rkt/pods/run/0123", 4242)
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
@@ -82,6 +82,9 @@ func TestJoinScope(t *testing.T) {
 			if pids, _ := tc.fake.props["PIDs"].([]uint32); len(pids) != 1 || pids[0] != 4242 {
 				t.Errorf("PIDs %v, want [4242]", tc.fake.props["PIDs"])
 			}
+			if dirs, _ := tc.fake.props["RequiresMountsFor"].([]string); len(dirs) != 1 || dirs[0] != "/var/lib/rkt/pods/run/0123" {
+				t.Errorf("RequiresMountsFor %v, want the pod directory", tc.fake.props["RequiresMountsFor"])
+			}
 		})
 	}
 }
@@ -94,7 +97,7 @@ func TestJoinSystemdScopeFallback(t *testing.T) {
 		t.Skip("systemd is PID 1 here")
 	}
 	start := time.Now()
-	err := joinSystemdScope("0123", "/rkt")
+	err := joinSystemdScope("0123", "/rkt", "/var/lib/rkt/pods/run/0123")
 	if err == nil {
 		t.Fatal("a scope was created without systemd")
 	}

@@ -169,7 +169,7 @@ func (sv *supervisor) setup() error {
 	sv.systemd = systemdRunning()
 	slog.Debug("supervising", "pod", m.UUID, "limits", sv.limits, "systemd", sv.systemd)
 	if sv.systemd {
-		if err := joinSystemdScope(m.UUID, m.CgroupParent); err != nil {
+		if err := joinSystemdScope(m.UUID, m.CgroupParent, sv.podDir); err != nil {
 			slog.Warn("staying in the caller's cgroup", "error", err)
 		}
 	}

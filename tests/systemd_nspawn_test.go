@@ -174,7 +174,8 @@ func checkInstalledNode(t *testing.T, m *testutil.Machine) {
 	start := time.Now()
 	m.MustExec("crictl", "version")
 	t.Logf("first CRI call (activation): %v", time.Since(start).Round(time.Millisecond))
-	checkUnit(t, m, "rkt-kubelet-service.service", "Type=notify", "ActiveState=active", "SubState=running")
+	checkUnit(t, m, "rkt-kubelet-service.service", "Type=notify", "ActiveState=active", "SubState=running",
+		"RequiresMountsFor=/var/lib/rkt")
 	var info struct {
 		Status struct {
 			Conditions []struct {
@@ -250,7 +251,12 @@ func runCrictlPod(t *testing.T, m *testutil.Machine, name string, hostNet bool) 
 func podScopes(t *testing.T, m *testutil.Machine, pod, ctr string) (stage1, app string) {
 	t.Helper()
 	unit := "rkt-stage1-" + pod + ".scope"
-	checkUnit(t, m, unit, "ActiveState=active")
+	checkUnit(t, m, unit, "ActiveState=active", "RequiresMountsFor=/var/lib/rkt/pods/run/"+pod)
+	// at shutdown the supervisor (the pod's lock, files open) stops before
+	// the mount its directory is on
+	if after := m.MustExec("systemctl", "show", "-p", "After", "--value", unit); !slices.Contains(strings.Fields(after), "var-lib-rkt.mount") {
+		t.Errorf("%s is not ordered after var-lib-rkt.mount: After=%s", unit, after)
+	}
 	stage1 = strings.TrimPrefix(m.MustExec("systemctl", "show", "-p", "ControlGroup", "--value", unit), "/")
 	for _, l := range strings.Split(m.MustExec("crictl", "exec", ctr, "cat", "/proc/self/cgroup"), "\n") {
 		if p, ok := strings.CutPrefix(l, "1:name=systemd:"); ok {

@@ -428,10 +428,15 @@ func (m *Machine) Poweroff() time.Duration {
 	took := time.Since(start)
 	after, _ := os.ReadFile(m.Console)
 	if len(after) >= len(before) {
+		failed := false
 		for _, l := range strings.Split(string(after[len(before):]), "\n") {
 			if strings.Contains(l, "FAILED") || strings.Contains(strings.ToLower(l), "timed out") {
 				m.T.Errorf("shutdown: %s", strings.TrimSpace(l))
+				failed = true
 			}
+		}
+		if failed {
+			m.T.Logf("the shutdown's console:\n%s", after[len(before):])
 		}
 	}
 	return took
