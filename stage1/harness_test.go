@@ -55,8 +55,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binary builds stage1 once per test run.
-func binary(t testing.TB) string {
+// stage1Binary builds stage1 once per test run.
+func stage1Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "stage1-bin")
@@ -158,7 +158,7 @@ func newPod(t testing.TB, edit func(*schema.PodManifest)) *testPod {
 func newPodIn(t testing.TB, parent string, edit func(*schema.PodManifest)) *testPod {
 	t.Helper()
 	needRoot(t)
-	binary(t)
+	stage1Binary(t)
 	dir, err := os.MkdirTemp(parent, "pod")
 	if err != nil {
 		t.Fatal(err)

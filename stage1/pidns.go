@@ -5,7 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // pidnsHolder is the init (PID 1) of a pod's shared PID namespace: a child
@@ -61,4 +64,52 @@ func (h *pidnsHolder) stop() {
 			return
 		}
 	}
+}
+
+// raiseLastPID makes the namespace hand out PIDs above last from now on
+// (CRIU recreates dumped processes with their PIDs: a new process must not
+// take one a pending restore needs). The writer must be in the namespace.
+func (h *pidnsHolder) raiseLastPID(s *spawner, last uint32) error {
+	if _, err := h.runInNS(s, "/proc/self/exe", "pidns-last-pid", strconv.FormatUint(uint64(last), 10)); err != nil {
+		return fmt.Errorf("cannot raise the last PID of the pod's PID namespace to %d: %w", last, err)
+	}
+	return nil
+}
+
+// runInNS runs a command in the namespace and returns its output. The
+// spawner's thread joins the namespace for its children while it starts the
+// command, then goes back to its own.
+func (h *pidnsHolder) runInNS(s *spawner, name string, args ...string) ([]byte, error) {
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := s.do(func() error {
+		own, err := unix.Open("/proc/thread-self/ns/pid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(own)
+		pod, err := unix.Open(h.nsPath(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		err = unix.Setns(pod, unix.CLONE_NEWPID)
+		unix.Close(pod)
+		if err != nil {
+			return fmt.Errorf("cannot join %s: %w", h.nsPath(), err)
+		}
+		err = cmd.Start()
+		if serr := unix.Setns(own, unix.CLONE_NEWPID); serr != nil {
+			// children of this thread would start in the pod: a bug
+			panic(fmt.Sprintf("cannot leave the PID namespace of the pod: %v", serr))
+		}
+		return err
+	})
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s in the pod's PID namespace: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+	}
+	return []byte(stdout.String()), nil
 }

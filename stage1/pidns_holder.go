@@ -2,6 +2,7 @@ package main
 
 /*
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -89,7 +90,43 @@ static void rkt_pidns_in_userns(const char *path) {
 	}
 }
 
+// rkt_pidns_last_pid is `stage1 pidns-last-pid N`, started in a pod's PID
+// namespace (pidnsHolder.raiseLastPID): from now on the namespace hands out
+// PIDs above N, unless it already does. ns_last_pid is the namespace's of
+// the writer, whatever /proc is mounted.
+static void rkt_pidns_last_pid(const char *arg) {
+	char *end;
+	errno = 0;
+	unsigned long want = strtoul(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || want > 1UL << 22) {
+		fprintf(stderr, "stage1 pidns-last-pid: bad PID %s\n", arg);
+		_exit(2);
+	}
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		perror("stage1 pidns-last-pid: open ns_last_pid");
+		_exit(1);
+	}
+	char buf[32];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	if (n <= 0) {
+		perror("stage1 pidns-last-pid: read ns_last_pid");
+		_exit(1);
+	}
+	buf[n] = '\0';
+	if (strtoul(buf, NULL, 10) < want) {
+		int len = snprintf(buf, sizeof buf, "%lu", want);
+		if (pwrite(fd, buf, len, 0) != len) {
+			perror("stage1 pidns-last-pid: write ns_last_pid");
+			_exit(1);
+		}
+	}
+	_exit(0);
+}
+
 __attribute__((constructor)) static void rkt_pidns(int argc, char **argv) {
+	if (argc == 3 && strcmp(argv[1], "pidns-last-pid") == 0)
+		rkt_pidns_last_pid(argv[2]);
 	if (argc < 2 || strcmp(argv[1], "pidns") != 0)
 		return;
 	const char *userns = getenv("_RKT_PIDNS_USERNS");

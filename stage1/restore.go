@@ -13,10 +13,22 @@ import (
 // restore creates the app's container and restores into it the process
 // dumped in the CRIU images (a pod checkpoint's, copied there by stage0's
 // RestorePod), with new stdout/stderr pipes in place of the dumped ones.
-// The images are removed once the process runs.
+// The images are removed once the process runs. In a pod's shared PID
+// namespace the namespace first moves past every PID the pod's pending
+// restores need.
 func (a *app) restore(images string) (*prestarted, error) {
 	if err := a.sv.useCriu(""); err != nil {
 		return nil, err
+	}
+	if h := a.sv.pidns; h != nil {
+		// the apps restored first must not fork into PIDs of the others
+		last, err := maxPendingRestorePID(a.sv.podDir)
+		if err != nil {
+			return nil, fmt.Errorf("cannot restore app %q: %w", a.name, err)
+		}
+		if err := h.raiseLastPID(a.sv.spawner, last); err != nil {
+			return nil, fmt.Errorf("cannot restore app %q: %w", a.name, err)
+		}
 	}
 	work := filepath.Join(string(a.dir()), "restore-work")
 	pre, err := a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {

@@ -27,9 +27,7 @@ import (
 // every start. A restored process goes on with its j; a new one would not.
 // It exits on SIGTERM, also as the pid 1 of its PID namespace. It waits
 // with the shell's read on a FIFO, not sleep: it forks nothing once
-// counting. (A restored container that forks in a pod's shared PID
-// namespace can take a PID that another container of the checkpoint, not
-// restored yet, needs: a known limit, Documentation/kubelet-service.md.)
+// counting (TestCRIRestoreSharedPIDForks has one that forks).
 const counterScript = `trap 'exit 0' TERM; i=0; j=0; [ -f /count ] && i=$(cat /count); [ -p /tick ] || mkfifo /tick; exec 3<>/tick; while true; do i=$((i+1)); j=$((j+1)); echo $i >/count; echo $i $j; read -t 0.1 x <&3; done`
 
 // TestCRICheckpointPod: CheckpointPod of a pod with two counting
