@@ -36,6 +36,7 @@ type podRuntime interface {
 	ReopenAppLog(ctx context.Context, uuid, app string) error
 	CheckpointPod(ctx context.Context, uuid string, opts stage0.CheckpointOptions) error
 	CheckpointApp(ctx context.Context, uuid, app string, a stage0.ContainerArchive) error
+	OpenContainerArchive(uuid, archive string) (*stage0.ContainerCheckpoint, error)
 	Criu() (path, version string, err error)
 
 	// I/O

@@ -38,9 +38,31 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return "", err
 	}
+	image := cfg.GetImage().GetImage()
+	if restore == nil && isArchivePath(image) {
+		cc, err := c.rt.OpenContainerArchive(s.ID(), image)
+		if err != nil {
+			return "", err
+		}
+		return c.createFromCheckpoint(ctx, s, r, cc)
+	}
 	plan, err := translateContainer(s.cfg, cfg)
 	if err != nil {
 		return "", err
+	}
+	key := containerKey(s.ID(), md)
+	img, err := c.store.ResolveImage(image)
+	if err != nil {
+		return "", fmt.Errorf("cannot create container %q: image %q: %w", key, image, err)
+	}
+	if restore == nil && mayBeCheckpointImage(img) {
+		cc, err := c.checkpointImage(ctx, img)
+		if err != nil {
+			return "", err
+		}
+		if cc != nil {
+			return c.createFromCheckpoint(ctx, s, r, cc)
+		}
 	}
 	if !s.ready() {
 		return "", fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
@@ -53,7 +75,6 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return "", err
 	}
-	key := containerKey(s.ID(), md)
 	if err := c.containerNames.Reserve(key, id); err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
@@ -68,10 +89,6 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		}
 	}()
 
-	img, err := c.store.ResolveImage(cfg.GetImage().GetImage())
-	if err != nil {
-		return "", fmt.Errorf("cannot create container %q: image %q: %w", key, cfg.GetImage().GetImage(), err)
-	}
 	opts, err := c.completeAppOptions(ctx, s, cfg, plan, img, id)
 	if err != nil {
 		return "", fmt.Errorf("cannot create container %q: %w", key, err)

@@ -35,18 +35,19 @@ import (
 
 // fakeRuntime is an in-memory podRuntime.
 type fakeRuntime struct {
-	mu      sync.Mutex
-	pods    map[string]*stage0.PodStatus // by UUID
-	order   []string                     // UUIDs, oldest first
-	podOpts map[string]stage0.PodOptions // Sandbox's options, by UUID
-	criuErr error                        // Criu's answer
-	appOpts map[string]stage0.AppOptions // AddApp's options, by appKey
-	specs   map[string]*specs.Spec       // AppSpec's result, by appKey
-	stats   map[string]*stage0.AppStats  // by appKey, and by UUID for the pod
-	calls   []string                     // "Stop <uuid>", "StopApp <uuid>/<app> force", ...
-	updated map[string]*specs.LinuxResources
-	pid     int
-	gen     uint64 // Generation; 0 (the default) keeps nothing
+	mu       sync.Mutex
+	pods     map[string]*stage0.PodStatus // by UUID
+	order    []string                     // UUIDs, oldest first
+	podOpts  map[string]stage0.PodOptions // Sandbox's options, by UUID
+	criuErr  error                        // Criu's answer
+	archives map[string]string            // OpenContainerArchive: checkpoint directory by archive path
+	appOpts  map[string]stage0.AppOptions // AddApp's options, by appKey
+	specs    map[string]*specs.Spec       // AppSpec's result, by appKey
+	stats    map[string]*stage0.AppStats  // by appKey, and by UUID for the pod
+	calls    []string                     // "Stop <uuid>", "StopApp <uuid>/<app> force", ...
+	updated  map[string]*specs.LinuxResources
+	pid      int
+	gen      uint64 // Generation; 0 (the default) keeps nothing
 	// sharedStats: AppStats and PodStats return the kept *AppStats, as
 	// stage0 does (not a copy)
 	sharedStats bool
@@ -407,6 +408,22 @@ func (f *fakeRuntime) CheckpointApp(_ context.Context, uuid, app string, a stage
 	}
 	f.record("CheckpointApp %s %s %s %s %s", uuid, app, a.Path, a.Dump.Name, a.Annotations["io.kubernetes.cri.sandbox-name"])
 	return nil
+}
+
+// OpenContainerArchive reads the checkpoint in the directory the test
+// gave for archive (f.archives).
+func (f *fakeRuntime) OpenContainerArchive(uuid, archive string) (*stage0.ContainerCheckpoint, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.pods[uuid]; !ok {
+		return nil, stage0.ErrPodNotFound
+	}
+	dir, ok := f.archives[archive]
+	if !ok {
+		return nil, fmt.Errorf("no archive %s: %w", archive, stage0.ErrInvalid)
+	}
+	f.record("OpenContainerArchive %s %s", uuid, archive)
+	return stage0.ReadContainerCheckpoint(dir)
 }
 
 func (f *fakeRuntime) Criu() (string, string, error) {

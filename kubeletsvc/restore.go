@@ -109,22 +109,31 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 			return nil, err
 		}
 		resp.RestoredContainers = append(resp.RestoredContainers, &runtimeapi.RestoredContainer{Name: n, ContainerId: cid})
-		ct, err := c.getContainer(ctx, cid)
-		if err != nil {
+		if err := c.checkRestored(ctx, cid, n, apps[n]); err != nil {
 			return nil, err
-		}
-		spec, err := c.rt.AppSpec(id, ct.app.App.Name)
-		if err != nil {
-			return nil, err
-		}
-		want := apps[n]
-		if got := stage0.PIDNamespaceOf(spec); got != want.PIDNamespace {
-			return nil, fmt.Errorf("%w: container %q: its PID namespace (%s) is not the checkpointed process's (%s)", errFailedPrecondition, n, got, want.PIDNamespace)
-		}
-		if p := spec.Process; p == nil || !slices.Equal(p.Args, want.Args) || p.Cwd != want.Cwd || p.User.UID != want.UID || p.User.GID != want.GID {
-			return nil, fmt.Errorf("%w: container %q: its command, working directory or user is not the checkpointed process's (%q in %q as %d:%d)",
-				errFailedPrecondition, n, want.Args, want.Cwd, want.UID, want.GID)
 		}
 	}
 	return resp, nil
+}
+
+// checkRestored checks that the container cid (named n in the request),
+// created to restore the checkpointed app want, runs the dumped process: its
+// PID namespace mode, command, working directory and user.
+func (c *criService) checkRestored(ctx context.Context, cid, n string, want stage0.CheckpointedApp) error {
+	ct, err := c.getContainer(ctx, cid)
+	if err != nil {
+		return err
+	}
+	spec, err := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
+	if err != nil {
+		return err
+	}
+	if got := stage0.PIDNamespaceOf(spec); got != want.PIDNamespace {
+		return fmt.Errorf("%w: container %q: its PID namespace (%s) is not the checkpointed process's (%s)", errFailedPrecondition, n, got, want.PIDNamespace)
+	}
+	if p := spec.Process; p == nil || !slices.Equal(p.Args, want.Args) || p.Cwd != want.Cwd || p.User.UID != want.UID || p.User.GID != want.GID {
+		return fmt.Errorf("%w: container %q: its command, working directory or user is not the checkpointed process's (%q in %q as %d:%d)",
+			errFailedPrecondition, n, want.Args, want.Cwd, want.UID, want.GID)
+	}
+	return nil
 }

@@ -23,16 +23,27 @@ func writeCheckpoint(t *testing.T, e *testEnv, pod string, version int, args []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	cm := stage0.CheckpointManifest{Version: version, Pod: schema.PodManifest{UUID: pod}}
 	for _, a := range ps.Apps {
 		cm.Pod.Apps = append(cm.Pod.Apps, a.App)
 		cm.Apps = append(cm.Apps, stage0.CheckpointedApp{Name: a.Name, Args: args, PIDNamespace: "host"})
-		if err := os.MkdirAll(filepath.Join(dir, a.Name, "criu"), 0o700); err != nil {
+	}
+	return writeCheckpointDir(t, &cm)
+}
+
+// writeCheckpointDir writes the manifest cm, and for each of its apps an
+// empty criu inventory and layer where cm.Files puts them, into a new
+// directory.
+func writeCheckpointDir(t *testing.T, cm *stage0.CheckpointManifest) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, a := range cm.Apps {
+		files := cm.Files(dir, a.Name)
+		if err := os.MkdirAll(files.Criu, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{filepath.Join(a.Name, "criu", "inventory.img"), filepath.Join(a.Name, "rootfs.tar")} {
-			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+		for _, f := range []string{filepath.Join(files.Criu, "inventory.img"), files.Layer} {
+			if err := os.WriteFile(f, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -77,3 +77,31 @@ func TestCriuVersion(t *testing.T) {
 		t.Errorf("CheckpointPod of an app twice: %v, want ErrInvalid", err)
 	}
 }
+
+// TestInTree: a checkpoint's files must not be reached through a symlinked
+// directory.
+func TestInTree(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "checkpoint"), 0o700))
+	must(os.Symlink(filepath.Join(dir, "checkpoint"), filepath.Join(dir, "link")))
+	for p, want := range map[string]bool{
+		filepath.Join(dir, "rootfs-diff.tar"):             true,
+		filepath.Join(dir, "checkpoint", "inventory.img"): true,
+		filepath.Join(dir, "link", "inventory.img"):       false,
+		filepath.Join(dir, "..", "x", "inventory.img"):    false,
+		"/etc/passwd": false,
+	} {
+		if got := inTree(dir, p); got != want {
+			t.Errorf("inTree(%s): %v, want %v", p, got, want)
+		}
+	}
+	if !inTree(dir+"/", filepath.Join(dir, "checkpoint", "inventory.img")) {
+		t.Error("inTree with a trailing slash")
+	}
+}

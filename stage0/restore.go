@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
@@ -41,12 +42,33 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 		}
 		files := cm.Files(dir, a.Name)
 		for _, f := range []string{filepath.Join(files.Criu, "inventory.img"), files.Layer} {
-			if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() {
+			if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() || !inTree(dir, f) {
 				return nil, fmt.Errorf("checkpoint %q lacks %s: %w", dir, f, ErrInvalid)
 			}
 		}
 	}
 	return &cm, nil
+}
+
+// inTree reports whether no directory between dir and its descendant path
+// p is a symlink: a checkpoint (from an archive or an image) must not send
+// a restore to files outside it.
+func inTree(dir, p string) bool {
+	rel, err := filepath.Rel(dir, filepath.Dir(p))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return false
+	}
+	d := filepath.Clean(dir)
+	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
+		if elem == "." {
+			continue
+		}
+		d = filepath.Join(d, elem)
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // prepareRestore gives a new app the state of a checkpointed one (from,

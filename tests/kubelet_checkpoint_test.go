@@ -9,20 +9,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/tests/testutil"
 )
 
 // TestKubeletCheckpoint: the kubelet's checkpoint API (ContainerCheckpoint,
 // on by default) on a static pod's container reaches CheckpointContainer:
 // the archive is in the kubelet's checkpoints directory, private, holds
 // that container's checkpoint, and the container runs on, not restarted.
+// A static pod whose image is that archive as a checkpoint image restores
+// the container.
 func TestKubeletCheckpoint(t *testing.T) {
 	requireRoot(t)
-	_, k, ref := kubeletOnRkt(t, "ckpt/busybox:1", "--criu="+toolPath(t, "criu"))
+	c, k, ref := kubeletOnRkt(t, "ckpt/busybox:1", "--criu="+toolPath(t, "criu"))
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: ckpt, namespace: default}
@@ -36,7 +42,7 @@ spec:
 	manifestPath := filepath.Join(k.Manifests, "ckpt.yaml")
 	must(t, "write the manifest", os.WriteFile(manifestPath, []byte(manifest), 0o600))
 	name := "ckpt-" + k.NodeName
-	running := func() (*kubeletPod, error) {
+	running := func(name string) (*kubeletPod, error) {
 		p, err := k.pod(name)
 		if err != nil {
 			return nil, err
@@ -47,7 +53,39 @@ spec:
 		return p, nil
 	}
 	var before *kubeletPod
-	k.waitFor("the pod running", 90*time.Second, func() (err error) { before, err = running(); return err })
+	k.waitFor("the pod running", 90*time.Second, func() (err error) { before, err = running(name); return err })
+
+	// the count of the first or last line of a container's CRI log (time
+	// stream tag count)
+	count := func(pod string, last bool) int {
+		l, err := c.ListContainers(rpcCtx(t), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			LabelSelector: map[string]string{"io.kubernetes.pod.name": pod}}})
+		if err != nil || len(l.Containers) != 1 {
+			return 0
+		}
+		st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: l.Containers[0].Id})
+		if err != nil {
+			return 0
+		}
+		b, _ := os.ReadFile(st.Status.LogPath)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		line := lines[0]
+		if last {
+			line = lines[len(lines)-1]
+		}
+		if f := strings.Fields(line); len(f) == 4 {
+			n, _ := strconv.Atoi(f[3])
+			return n
+		}
+		return 0
+	}
+	k.waitFor("the counter past 10", 30*time.Second, func() error {
+		if n := count(name, true); n <= 10 {
+			return fmt.Errorf("at %d", n)
+		}
+		return nil
+	})
+	cut := count(name, true) // the checkpoint is later
 
 	url := k.url("https", k.Port, "/checkpoint/default/"+name+"/app?timeout=60")
 	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -90,16 +128,61 @@ spec:
 	}
 
 	time.Sleep(2 * time.Second) // a few pod syncs
-	after, err := running()
+	after, err := running(name)
 	must(t, "the pod after its checkpoint", err)
 	b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
 	if a.RestartCount != b.RestartCount || a.State.Running.StartedAt != b.State.Running.StartedAt {
 		t.Errorf("the container restarted: %+v, before %+v", a, b)
 	}
-	must(t, "remove the manifest", os.Remove(manifestPath))
-	k.waitFor("the pod stopped", time.Minute, func() error {
-		if p, err := k.pod(name); err != nil || p != nil {
-			return fmt.Errorf("pod still there (%v)", err)
+
+	// The archive as a checkpoint image (the archive's files as the only
+	// layer, nothing to run: as the Kubernetes documentation builds one)
+	// in a registry: a static pod of that image restores the container,
+	// which counts on from the cut instead of from 1.
+	layer, err := os.ReadFile(archive)
+	must(t, "read the archive", err)
+	ckptRef := testutil.StartRegistry(t).Push(t, "ckpt/app-checkpoint:1", testutil.Image(t, testutil.ImageConfig{}, testutil.LayerFromTar(t, layer)))
+	restoredPath := filepath.Join(k.Manifests, "restored.yaml")
+	must(t, "write the manifest", os.WriteFile(restoredPath, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: restored, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: %s
+`, ckptRef)), 0o600))
+	restored := "restored-" + k.NodeName
+	k.waitFor("the restored pod running", 90*time.Second, func() error { _, err := running(restored); return err })
+	l, err := c.ListContainers(rpcCtx(t), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.name": restored}}})
+	must(t, "ListContainers", err)
+	if len(l.Containers) != 1 {
+		t.Fatalf("the restored pod has %d containers, want 1", len(l.Containers))
+	}
+	if img := l.Containers[0].Image.GetImage(); img != ckptRef && !strings.HasSuffix(img, "ckpt/app-checkpoint:1") {
+		t.Errorf("the restored container reports image %q, want the checkpoint image %s", img, ckptRef)
+	}
+	var first int
+	k.waitFor("the restored container's log", 30*time.Second, func() error {
+		if first = count(restored, false); first == 0 {
+			return fmt.Errorf("no count yet")
+		}
+		return nil
+	})
+	if first <= cut {
+		t.Errorf("the restored container's first count is %d, the original's was %d before the checkpoint: it started anew", first, cut)
+	}
+	t.Logf("the restored container counts on from %d", first)
+
+	for _, p := range []string{manifestPath, restoredPath} {
+		must(t, "remove the manifest", os.Remove(p))
+	}
+	k.waitFor("the pods stopped", time.Minute, func() error {
+		for _, n := range []string{name, restored} {
+			if p, err := k.pod(n); err != nil || p != nil {
+				return fmt.Errorf("pod %s still there (%v)", n, err)
+			}
 		}
 		return nil
 	})

@@ -1,0 +1,116 @@
+package kubeletsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
+)
+
+// A CreateContainer whose image is a container checkpoint restores it, as
+// under CRI-O and containerd: an absolute path names a checkpoint archive
+// (CheckpointContainer's, `crictl create` with the archive as image), and
+// an image whose only layer is a container checkpoint is a checkpoint
+// image (the archive added to an empty image, as the Kubernetes
+// documentation builds one for a pod to restore).
+
+// isArchivePath: no image reference starts with a slash.
+func isArchivePath(image string) bool { return strings.HasPrefix(image, "/") }
+
+// mayBeCheckpointImage: one layer and nothing to run, as a checkpoint
+// image; other images are not looked into.
+func mayBeCheckpointImage(img *store.Image) bool {
+	if len(img.Layers) != 1 {
+		return false
+	}
+	return img.Config == nil || (len(img.Config.Config.Entrypoint) == 0 && len(img.Config.Config.Cmd) == 0)
+}
+
+// checkpointImage returns the container checkpoint img holds, or nil.
+func (c *criService) checkpointImage(ctx context.Context, img *store.Image) (*stage0.ContainerCheckpoint, error) {
+	paths, err := c.store.LayerPaths(ctx, img)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := stage0.ContainerCheckpointIn(paths[0])
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", img.ID, err)
+	}
+	return cc, nil
+}
+
+// createFromCheckpoint creates, in the request's sandbox, the container
+// of the checkpoint cc, in CREATED state: its StartContainer restores the
+// dumped process. The container runs what was dumped (command, working
+// directory, environment, user, namespaces and image are the checkpointed
+// container's); its metadata, log path, labels, annotations, mounts,
+// devices and resources are the request's.
+func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *runtimeapi.CreateContainerRequest, cc *stage0.ContainerCheckpoint) (string, error) {
+	defer cc.Close()
+	app := cc.Manifest.Pod.Apps[0]
+	orig, err := containerConfigOf(app.Annotations)
+	if err != nil || orig == nil {
+		return "", invalidf("checkpoint of %q is not a CRI container's (%v)", app.Name, err)
+	}
+	if app.TTY {
+		return "", fmt.Errorf("%w: checkpoint of %q: containers with a terminal cannot be restored", errFailedPrecondition, app.Name)
+	}
+	want := cc.App()
+	if want.PIDNamespace == "new" {
+		ps, err := c.rt.Status(ctx, s.ID())
+		if err != nil {
+			return "", err
+		}
+		if ps.Manifest == nil || ps.Manifest.SharedPID != cc.Manifest.Pod.SharedPID {
+			return "", fmt.Errorf("%w: checkpoint of %q: the sandbox's PID namespace mode is not the checkpointed pod's", errFailedPrecondition, app.Name)
+		}
+	}
+	cfg := restoredConfig(orig, r.GetConfig(), app.Image.ID)
+	req := &runtimeapi.CreateContainerRequest{PodSandboxId: s.ID(), Config: cfg, SandboxConfig: r.GetSandboxConfig()}
+	id, err := c.createContainer(ctx, req, &restoreSource{files: cc.Files, imageID: app.Image.ID})
+	if errors.Is(err, store.ErrImageNotFound) {
+		return "", fmt.Errorf("%w: the image of the checkpointed container, %s (%s), is not on this node: %v", errFailedPrecondition, app.Image.Name, app.Image.ID, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.checkRestored(ctx, id, cfg.GetMetadata().GetName(), want); err != nil {
+		if _, rerr := c.RemoveContainer(context.WithoutCancel(ctx), &runtimeapi.RemoveContainerRequest{ContainerId: id}); rerr != nil {
+			c.log.Warn("cannot remove the container of a refused restore", "container", id, "error", rerr)
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// restoredConfig is the checkpointed container's config orig with what
+// the new request decides: metadata, log path, labels, annotations,
+// mounts, devices, resources and stdin.
+func restoredConfig(orig, req *runtimeapi.ContainerConfig, imageID string) *runtimeapi.ContainerConfig {
+	cfg := proto.Clone(orig).(*runtimeapi.ContainerConfig) // orig is shared
+	cfg.Metadata = req.GetMetadata()
+	user := req.GetImage().GetUserSpecifiedImage() // the kubelet's: the pod spec's image
+	if user == "" {
+		user = req.GetImage().GetImage()
+	}
+	cfg.Image = &runtimeapi.ImageSpec{Image: imageID, UserSpecifiedImage: user}
+	cfg.LogPath = req.GetLogPath()
+	cfg.Labels = req.GetLabels()
+	cfg.Annotations = req.GetAnnotations()
+	cfg.Mounts = req.GetMounts()
+	cfg.Devices = req.GetDevices()
+	cfg.Stdin, cfg.StdinOnce = req.GetStdin(), req.GetStdinOnce()
+	if res := req.GetLinux().GetResources(); res != nil {
+		if cfg.Linux == nil {
+			cfg.Linux = &runtimeapi.LinuxContainerConfig{}
+		}
+		cfg.Linux.Resources = res
+	}
+	return cfg
+}

@@ -1,0 +1,108 @@
+package kubeletsvc
+
+import (
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/rkt/rkt/pkg/schema"
+	"github.com/rkt/rkt/stage0"
+)
+
+// writeContainerCheckpoint writes a container checkpoint (version 2) of
+// the only app of pod (fake) into a new directory; edit changes its
+// manifest.
+func writeContainerCheckpoint(t *testing.T, e *testEnv, pod string, edit func(*stage0.CheckpointManifest)) string {
+	t.Helper()
+	ps, err := e.rt.Status(e.ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := stage0.CheckpointManifest{Version: stage0.ContainerCheckpointVersion, Pod: schema.PodManifest{UUID: pod}}
+	if len(ps.Apps) != 1 {
+		t.Fatalf("pod %s has %d apps, want 1", pod, len(ps.Apps))
+	}
+	a := ps.Apps[0]
+	cm.Pod.Apps = []schema.App{a.App}
+	cm.Apps = []stage0.CheckpointedApp{{Name: a.Name, PIDNamespace: "host"}}
+	if edit != nil {
+		edit(&cm)
+	}
+	return writeCheckpointDir(t, &cm)
+}
+
+// TestCreateContainerFromArchive: an absolute path as image is a container
+// checkpoint archive: the container is created to restore it, with the
+// checkpointed image and command and the request's name, log and labels;
+// what cannot be restored is refused and creates nothing.
+func TestCreateContainerFromArchive(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	good := writeContainerCheckpoint(t, e, orig, nil)
+	e.rt.archives = map[string]string{
+		"/ckpt/a.tar": good,
+		"/ckpt/tty.tar": writeContainerCheckpoint(t, e, orig, func(cm *stage0.CheckpointManifest) {
+			cm.Pod.Apps[0].TTY = true
+		}),
+		"/ckpt/not-cri.tar": writeContainerCheckpoint(t, e, orig, func(cm *stage0.CheckpointManifest) {
+			cm.Pod.Apps[0].Annotations = nil
+		}),
+		"/ckpt/other-command.tar": writeContainerCheckpoint(t, e, orig, func(cm *stage0.CheckpointManifest) {
+			cm.Apps[0].Args = []string{"/bin/other"}
+		}),
+		"/ckpt/pod.tar": writeCheckpoint(t, e, orig, stage0.PodCheckpointVersion, nil),
+	}
+	pod := e.runPod(t, "restored")
+	create := func(image string) (string, error) {
+		cfg := containerConfig("restored", image)
+		cfg.Labels = map[string]string{"new": "label"}
+		r, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: sandboxConfig("restored")})
+		return r.GetContainerId(), err
+	}
+	for _, tc := range []struct {
+		image string
+		code  codes.Code
+	}{
+		{"/ckpt/missing.tar", codes.InvalidArgument},
+		{"/ckpt/tty.tar", codes.FailedPrecondition},
+		{"/ckpt/not-cri.tar", codes.InvalidArgument},
+		{"/ckpt/pod.tar", codes.InvalidArgument},
+		{"/ckpt/other-command.tar", codes.FailedPrecondition},
+	} {
+		_, err := create(tc.image)
+		wantCode(t, "CreateContainer from "+tc.image, err, tc.code)
+		l, err := e.rs.ListContainers(e.ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: pod}})
+		if err != nil || len(l.Containers) != 0 {
+			t.Fatalf("CreateContainer from %s left %v (%v)", tc.image, l.GetContainers(), err)
+		}
+	}
+	id, err := create("/ckpt/a.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := e.haveImage("busybox")
+	if s := st.Status; s.State != runtimeapi.ContainerState_CONTAINER_CREATED || s.Metadata.Name != "restored" ||
+		s.ImageRef != img.ID || s.Image.GetImage() != "/ckpt/a.tar" || s.Labels["new"] != "label" || s.Labels["ctr"] != "" {
+		t.Errorf("restored container: %v %s, image %s (%s), labels %v", s.State, s.Metadata.Name, s.Image.GetImage(), s.ImageRef, s.Labels)
+	}
+	var found bool
+	for k, o := range e.rt.appOpts {
+		if k == appKey(pod, o.Name) {
+			found = true
+			want := stage0.CheckpointFiles{Criu: filepath.Join(good, "checkpoint"), Layer: filepath.Join(good, "rootfs-diff.tar")}
+			if o.Prestart || o.RestoreFrom == nil || *o.RestoreFrom != want || o.Image != img.ID {
+				t.Errorf("app %s added with Prestart %v, RestoreFrom %v, image %s", o.Name, o.Prestart, o.RestoreFrom, o.Image)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no app added to pod %s: %v", pod, e.rt.called())
+	}
+}
