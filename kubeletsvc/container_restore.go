@@ -47,10 +47,11 @@ func (c *criService) checkpointImage(ctx context.Context, img *store.Image) (*st
 
 // createFromCheckpoint creates, in the request's sandbox, the container
 // of the checkpoint cc, in CREATED state: its StartContainer restores the
-// dumped process. The container runs what was dumped (command, working
-// directory, environment, user, namespaces and image are the checkpointed
-// container's); its metadata, log path, labels, annotations, mounts,
-// devices and resources are the request's.
+// dumped process. Its command, working directory and image are the
+// checkpointed container's (the dumped process's); everything else,
+// security context included, is the request's: a checkpoint (a pulled
+// image, say) grants itself nothing. The user and PID namespace the
+// request leads to must be the dumped process's (checkRestored).
 func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *runtimeapi.CreateContainerRequest, cc *stage0.ContainerCheckpoint) (string, error) {
 	defer cc.Close()
 	app := cc.Manifest.Pod.Apps[0]
@@ -89,28 +90,27 @@ func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *ru
 	return id, nil
 }
 
-// restoredConfig is the checkpointed container's config orig with what
-// the new request decides: metadata, log path, labels, annotations,
-// mounts, devices, resources and stdin.
+// restoredConfig is the request's config running the checkpointed
+// container's command in its working directory, from its image, with its
+// environment under the request's.
 func restoredConfig(orig, req *runtimeapi.ContainerConfig, imageID string) *runtimeapi.ContainerConfig {
-	cfg := proto.Clone(orig).(*runtimeapi.ContainerConfig) // orig is shared
-	cfg.Metadata = req.GetMetadata()
+	cfg := proto.Clone(req).(*runtimeapi.ContainerConfig)
 	user := req.GetImage().GetUserSpecifiedImage() // the kubelet's: the pod spec's image
 	if user == "" {
 		user = req.GetImage().GetImage()
 	}
 	cfg.Image = &runtimeapi.ImageSpec{Image: imageID, UserSpecifiedImage: user}
-	cfg.LogPath = req.GetLogPath()
-	cfg.Labels = req.GetLabels()
-	cfg.Annotations = req.GetAnnotations()
-	cfg.Mounts = req.GetMounts()
-	cfg.Devices = req.GetDevices()
-	cfg.Stdin, cfg.StdinOnce = req.GetStdin(), req.GetStdinOnce()
-	if res := req.GetLinux().GetResources(); res != nil {
-		if cfg.Linux == nil {
-			cfg.Linux = &runtimeapi.LinuxContainerConfig{}
-		}
-		cfg.Linux.Resources = res
+	cfg.Command, cfg.Args, cfg.WorkingDir = orig.GetCommand(), orig.GetArgs(), orig.GetWorkingDir()
+	set := map[string]bool{}
+	for _, e := range req.GetEnvs() {
+		set[e.GetKey()] = true
 	}
+	var envs []*runtimeapi.KeyValue
+	for _, e := range orig.GetEnvs() {
+		if !set[e.GetKey()] {
+			envs = append(envs, proto.Clone(e).(*runtimeapi.KeyValue))
+		}
+	}
+	cfg.Envs = append(envs, cfg.Envs...)
 	return cfg
 }

@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -104,5 +105,49 @@ func TestCreateContainerFromArchive(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no app added to pod %s: %v", pod, e.rt.called())
+	}
+}
+
+// TestRestoredConfig: the dumped process's command, working directory and
+// environment (under the request's), the request's everything else: a
+// checkpoint's own security context is not taken.
+func TestRestoredConfig(t *testing.T) {
+	orig := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "orig"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
+		Command: []string{"sh"}, Args: []string{"-c", "count"}, WorkingDir: "/work",
+		Envs:   []*runtimeapi.KeyValue{{Key: "A", Value: []byte("orig")}, {Key: "B", Value: []byte("orig")}},
+		Labels: map[string]string{"old": "x"},
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			Privileged: true, Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"ALL"}}}},
+	}
+	req := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "new", Attempt: 2},
+		Image:    &runtimeapi.ImageSpec{Image: "sha256:ckpt", UserSpecifiedImage: "registry/ckpt:1"},
+		Command:  []string{"ignored"}, Envs: []*runtimeapi.KeyValue{{Key: "B", Value: []byte("new")}, {Key: "C", Value: []byte("new")}},
+		LogPath: "new.log", Labels: map[string]string{"new": "y"},
+		Mounts: []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/tmp"}},
+	}
+	cfg := restoredConfig(orig, req, "sha256:base")
+	if cfg.Metadata.Name != "new" || cfg.Metadata.Attempt != 2 || cfg.LogPath != "new.log" || cfg.Labels["new"] != "y" || cfg.Labels["old"] != "" || len(cfg.Mounts) != 1 {
+		t.Errorf("the request's metadata, log, labels and mounts are not kept: %v", cfg)
+	}
+	if cfg.Image.Image != "sha256:base" || cfg.Image.UserSpecifiedImage != "registry/ckpt:1" {
+		t.Errorf("image %v, want the checkpointed one, shown as the pod spec's", cfg.Image)
+	}
+	if strings.Join(cfg.Command, " ") != "sh" || strings.Join(cfg.Args, " ") != "-c count" || cfg.WorkingDir != "/work" {
+		t.Errorf("command %q %q in %q, want the dumped process's", cfg.Command, cfg.Args, cfg.WorkingDir)
+	}
+	var envs []string
+	for _, e := range cfg.Envs {
+		envs = append(envs, e.Key+"="+string(e.Value))
+	}
+	if got := strings.Join(envs, " "); got != "A=orig B=new C=new" {
+		t.Errorf("envs %s, want A=orig B=new C=new", got)
+	}
+	if sc := cfg.GetLinux().GetSecurityContext(); sc.GetPrivileged() || sc.GetCapabilities() != nil {
+		t.Errorf("the checkpoint's security context was taken: %v", sc)
+	}
+	if orig.Metadata.Name != "orig" || len(orig.Envs) != 2 || string(orig.Envs[1].Value) != "orig" {
+		t.Errorf("orig (shared, read-only) was changed: %v", orig)
 	}
 }
