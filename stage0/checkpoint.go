@@ -126,7 +126,7 @@ type CheckpointOptions struct {
 // returns, also on error or when ctx ends (it then waits for the resume).
 // It writes nothing outside opts.Dir and, on error, removes what it wrote
 // there. ErrCheckpointUnsupported when no usable criu is found.
-func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts CheckpointOptions) (retErr error) {
+func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts CheckpointOptions) error {
 	if err := checkCheckpointDir(opts.Dir); err != nil {
 		return err
 	}
@@ -140,24 +140,33 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 	if err != nil {
 		return err
 	}
-	p, c, err := r.client(uuid)
+	p, err := r.runningPod(uuid)
 	if err != nil {
 		return err
 	}
+	_, _, err = r.checkpointPod(ctx, p, opts, criu, criuVer)
+	return err
+}
+
+// checkpointPod is CheckpointPod of the running pod p, opts checked, with
+// the criu binary and its version; it returns the manifest it wrote and
+// the specs of the apps, in the order of opts.Apps.
+func (r *Runtime) checkpointPod(ctx context.Context, p *pod, opts CheckpointOptions, criu, criuVer string) (_ *CheckpointManifest, _ []*specs.Spec, retErr error) {
 	pm, err := p.readManifest()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cm := &CheckpointManifest{Version: PodCheckpointVersion, CreatedAt: time.Now().UTC(), Criu: criuVer, Pod: *pm}
 	cm.Pod.Apps = nil
+	appSpecs := make([]*specs.Spec, 0, len(opts.Apps))
 	for _, name := range opts.Apps {
 		i := appIndex(pm, name)
 		if i < 0 {
-			return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
+			return nil, nil, fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
 		}
 		spec, _, err := readAppSpec(p, name)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		ca := CheckpointedApp{Name: name, PIDNamespace: PIDNamespaceOf(spec)}
 		if spec.Process != nil {
@@ -166,12 +175,14 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 		}
 		cm.Pod.Apps = append(cm.Pod.Apps, pm.Apps[i])
 		cm.Apps = append(cm.Apps, ca)
+		appSpecs = append(appSpecs, spec)
 	}
 	defer func() {
 		if retErr != nil {
 			emptyDir(opts.Dir)
 		}
 	}()
+	c := control.NewClient(p.dir)
 	err = c.Checkpoint(ctx, control.CheckpointSpec{Apps: opts.Apps, Dir: opts.Dir, Criu: criu})
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		// the deadline passed before a dump (the supervisor's ETIMEDOUT)
@@ -183,9 +194,12 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 		}
 	}
 	if err != nil {
-		return appErr(fmt.Errorf("cannot checkpoint pod %s: %w", p.uuid, err))
+		return nil, nil, appErr(fmt.Errorf("cannot checkpoint pod %s: %w", p.uuid, err))
 	}
-	return writeCheckpointJSON(filepath.Join(opts.Dir, CheckpointManifestFile), cm)
+	if err := writeCheckpointJSON(filepath.Join(opts.Dir, CheckpointManifestFile), cm); err != nil {
+		return nil, nil, err
+	}
+	return cm, appSpecs, nil
 }
 
 // writeCheckpointJSON writes v, indented, durably to the private file path.

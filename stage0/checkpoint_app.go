@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 )
@@ -54,6 +56,10 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a Contain
 	if err := checkArchivePath(archive); err != nil {
 		return err
 	}
+	criu, criuVer, err := r.Criu()
+	if err != nil {
+		return err
+	}
 	p, err := r.runningPod(uuid)
 	if err != nil {
 		return err
@@ -72,10 +78,11 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a Contain
 		return fmt.Errorf("cannot lock checkpoint directory %q: %w", dir, err)
 	}
 	defer l.Close()
-	if err := r.CheckpointPod(ctx, uuid, CheckpointOptions{Dir: dir, Apps: []string{app}}); err != nil {
+	cm, appSpecs, err := r.checkpointPod(ctx, p, CheckpointOptions{Dir: dir, Apps: []string{app}}, criu, criuVer)
+	if err != nil {
 		return err
 	}
-	if err := toContainerLayout(p, dir, app, a); err != nil {
+	if err := toContainerLayout(cm, appSpecs[0], dir, app, a); err != nil {
 		return fmt.Errorf("cannot make the checkpoint of app %q of pod %s a container checkpoint: %w", app, p.uuid, err)
 	}
 	if err := writeArchive(ctx, dir, archive); err != nil {
@@ -84,14 +91,10 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a Contain
 	return nil
 }
 
-// toContainerLayout turns the pod checkpoint of app in dir into a
-// container checkpoint: its files moved, spec.dump and config.dump
-// written, then checkpoint.json rewritten.
-func toContainerLayout(p *pod, dir, app string, a ContainerArchive) error {
-	cm, err := ReadCheckpoint(dir)
-	if err != nil {
-		return err
-	}
+// toContainerLayout turns the pod checkpoint cm of app (whose spec is
+// spec) in dir into a container checkpoint: its files moved, spec.dump and
+// config.dump written, then checkpoint.json rewritten.
+func toContainerLayout(cm *CheckpointManifest, spec *specs.Spec, dir, app string, a ContainerArchive) error {
 	from := cm.Files(dir, app)
 	cm.Version = ContainerCheckpointVersion
 	to := cm.Files(dir, app)
@@ -101,10 +104,6 @@ func toContainerLayout(p *pod, dir, app string, a ContainerArchive) error {
 		}
 	}
 	if err := os.Remove(filepath.Join(dir, app)); err != nil {
-		return err
-	}
-	spec, _, err := readAppSpec(p, app)
-	if err != nil {
 		return err
 	}
 	annos := maps.Clone(spec.Annotations)
