@@ -48,6 +48,7 @@ var codeSentinels = []struct {
 	{store.ErrContentMismatch, codes.FailedPrecondition},
 	{store.ErrRegistryStalled, codes.Unavailable}, // worth a retry
 	{store.ErrNewerFormat, codes.FailedPrecondition},
+	{store.ErrRegistryBlocked, codes.FailedPrecondition}, // the node's configuration refuses it
 	{schema.ErrNewerVersion, codes.FailedPrecondition},
 	{stage0.ErrPodNotFound, codes.NotFound},
 	{stage0.ErrAppNotFound, codes.NotFound},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/stage1/control"
+	"github.com/rkt/rkt/store"
 )
 
 func TestToStatus(t *testing.T) {
@@ -30,6 +31,7 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("stage1 start \"a\": open log: no space left on device (%w)", syscall.ENOSPC), codes.ResourceExhausted},
 		{fmt.Errorf("%w: %w", stage0.ErrInvalid, fmt.Errorf("libcontainer refuses: %w", control.ErrInvalid)), codes.InvalidArgument},
 		{fmt.Errorf("exec: %w", syscall.E2BIG), codes.InvalidArgument},
+		{fmt.Errorf("cannot fetch invalid.example/x:1: invalid.example: %w", store.ErrRegistryBlocked), codes.FailedPrecondition},
 	}
 	for _, tc := range tests {
 		st, _ := status.FromError(toStatus(tc.err))

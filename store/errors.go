@@ -28,6 +28,9 @@ var (
 	// ErrNewerFormat: on-disk data written by a newer rkt, which this one
 	// refuses rather than misreads.
 	ErrNewerFormat = errors.New("on-disk format is newer than this rkt")
+	// ErrRegistryBlocked: the configuration has no mirror of the image's
+	// registry and keeps the registry itself from being contacted.
+	ErrRegistryBlocked = errors.New(`registry blocked by the configuration (no mirror, "upstream": false)`)
 )
 
 // NotFoundError says which reference matched no image.

@@ -23,7 +23,8 @@ type endpoint struct {
 }
 
 // endpoints lists the configured mirrors of r's registry, in order, then
-// the registry itself.
+// the registry itself unless the configuration keeps it from being
+// contacted.
 func endpoints(r Reference, opts FetchOptions) []endpoint {
 	var eps []endpoint
 	for _, m := range opts.Registries.MirrorsFor(r.Registry) {
@@ -31,6 +32,9 @@ func endpoints(r Reference, opts FetchOptions) []endpoint {
 		// HTTP or TLS with an unverified certificate.
 		eps = append(eps, endpoint{host: m.Endpoint, insecure: m.Insecure || opts.InsecureHTTP,
 			insecureTLS: m.Insecure || opts.InsecureTLS, mirror: true})
+	}
+	if !opts.Registries.UpstreamAllowed(r.Registry) {
+		return eps
 	}
 	return append(eps, endpoint{host: r.Registry, insecure: opts.InsecureHTTP, insecureTLS: opts.InsecureTLS})
 }
@@ -42,8 +46,12 @@ func (s *Store) fetchRemote(ctx context.Context, r Reference, opts FetchOptions)
 	if err != nil {
 		return nil, err
 	}
+	eps := endpoints(r, opts)
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("cannot fetch %s: %s: %w", r, r.Registry, ErrRegistryBlocked)
+	}
 	var errs endpointErrors
-	for _, ep := range endpoints(r, opts) {
+	for _, ep := range eps {
 		img, err := s.fetchFrom(ctx, r, ep, idle, opts)
 		if err == nil {
 			return img, nil

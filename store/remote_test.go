@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -60,6 +61,39 @@ func TestMirrors(t *testing.T) {
 	cancel()
 	if _, err := s.Fetch(ctx, "registry.k8s.io/other:1", FetchOptions{Registries: cfg}); err == nil {
 		t.Error("fetch of an image no endpoint has succeeded")
+	}
+}
+
+// TestMirrorsOnly: a registry configured "upstream": false is never
+// contacted: an image its mirror lacks is not fetched from it, and with no
+// mirror the fetch fails with ErrRegistryBlocked, sending nothing.
+func TestMirrorsOnly(t *testing.T) {
+	upstream, mirror := startRegistry(t), startRegistry(t)
+	img := testImage(t, "U=1", []entry{{name: "u", body: "upstream"}})
+	ref := upstream.push(t, "app:1", img)
+	mirror.push(t, "other:1", img)
+	ctx := context.Background()
+	cfg := &regconfig.Config{
+		Mirrors:    map[string][]regconfig.Mirror{upstream.host: {{Endpoint: mirror.host, Insecure: true}}},
+		NoUpstream: map[string]bool{upstream.host: true},
+	}
+	before := upstream.requests.Load()
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: cfg}); err == nil || !strings.Contains(err.Error(), mirror.host) {
+		t.Errorf("fetch of an image the mirror lacks: %v, want the mirror's failure", err)
+	}
+	if _, err := newStore(t).Fetch(ctx, upstream.host+"/other:1", FetchOptions{Registries: cfg}); err != nil {
+		t.Errorf("fetch through the mirror: %v", err)
+	}
+	cfg.Mirrors = map[string][]regconfig.Mirror{upstream.host: nil}
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: cfg}); !errors.Is(err, ErrRegistryBlocked) {
+		t.Errorf("fetch from a blocked registry: %v, want ErrRegistryBlocked", err)
+	}
+	if n := upstream.requests.Load() - before; n != 0 {
+		t.Errorf("the registry kept from being contacted got %d requests", n)
+	}
+	cfg.NoUpstream = nil
+	if _, err := newStore(t).Fetch(ctx, ref, FetchOptions{Registries: cfg}); err != nil {
+		t.Errorf("fetch from the registry itself, allowed again: %v", err)
 	}
 }
 

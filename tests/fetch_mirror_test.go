@@ -75,6 +75,24 @@ func TestFetchMirror(t *testing.T) {
 	if info := env.FindImage(mid); info == nil || !slices.Contains(info.Names, upstream+"/pause:3.9") {
 		t.Errorf("names %+v lack %s/pause:3.9", info, upstream)
 	}
+
+	// "upstream": false: a registry (here a live one, which has the image)
+	// is never contacted; an image its mirror lacks is not fetched, and
+	// with no mirror the registry is blocked.
+	live := testutil.StartRegistry(t)
+	ref := live.Push(t, "only/upstream:1", testutil.Busybox(t))
+	live.ResetRequests()
+	testutil.WriteMirrorOnlyConfig(t, env.LocalConfig, live.Addr, testutil.MirrorEndpoint{Endpoint: reg.Addr})
+	if r := env.RunFail("fetch", "--no-progress", ref); strings.Contains(r.Stderr, live.Addr+": ") {
+		t.Errorf("the registry kept from being contacted was tried: %s", r.Stderr)
+	}
+	testutil.WriteMirrorOnlyConfig(t, env.LocalConfig, live.Addr)
+	if r := env.RunFail("fetch", "--no-progress", ref); !strings.Contains(r.Stderr, "blocked") {
+		t.Errorf("fetch from a blocked registry: %s, want it blocked", r.Stderr)
+	}
+	if n := len(live.Requests()); n != 0 {
+		t.Errorf("the registry kept from being contacted got %d requests: %v", n, live.Requests())
+	}
 }
 
 // dummyAddr creates a bridge (no ports) with a random 198.18.0.0/15 address (a

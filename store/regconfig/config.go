@@ -1,6 +1,7 @@
 // Package regconfig reads rkt's configuration directories: registry
 // credentials (kind "dockerAuth") and registry mirrors (kind
-// "registryMirror"). Directories are read in order system < local < user;
+// "registryMirror", which may also keep the registry itself from being
+// contacted). Directories are read in order system < local < user;
 // a later directory overrides what an earlier one said about the same
 // registry.
 package regconfig
@@ -40,6 +41,10 @@ type Config struct {
 	Auth map[string]Credentials
 	// Mirrors maps a normalized registry host to its mirrors, tried in order.
 	Mirrors map[string][]Mirror
+	// NoUpstream holds the normalized registry hosts never contacted
+	// themselves ("upstream": false): only their mirrors are; with none,
+	// the registry is blocked.
+	NoUpstream map[string]bool
 }
 
 // header is the common part of every rkt configuration file.
@@ -56,6 +61,10 @@ type dockerAuthV1 struct {
 type registryMirrorV1 struct {
 	Registry string   `json:"registry"`
 	Mirrors  []Mirror `json:"mirrors"`
+	// Upstream false: the registry itself is never contacted, only its
+	// mirrors (an offline node's setting; with no mirrors, a blocked
+	// registry). Default true: the registry is tried after its mirrors.
+	Upstream *bool `json:"upstream,omitempty"`
 }
 
 // NormalizeRegistry maps the aliases of Docker Hub to "docker.io" and
@@ -78,7 +87,7 @@ func NormalizeRegistry(host string) string {
 // files configuring the same registry are an error; across directories the
 // later one wins.
 func Load(dirs ...string) (*Config, error) {
-	c := &Config{Auth: map[string]Credentials{}, Mirrors: map[string][]Mirror{}}
+	c := newConfig()
 	for _, d := range dirs {
 		if d == "" {
 			continue
@@ -90,11 +99,20 @@ func Load(dirs ...string) (*Config, error) {
 		for k, v := range dc.Auth {
 			c.Auth[k] = v
 		}
-		for k, v := range dc.Mirrors {
+		for k, v := range dc.Mirrors { // a registry's file overrides it whole
 			c.Mirrors[k] = v
+			if dc.NoUpstream[k] {
+				c.NoUpstream[k] = true
+			} else {
+				delete(c.NoUpstream, k)
+			}
 		}
 	}
 	return c, nil
+}
+
+func newConfig() *Config {
+	return &Config{Auth: map[string]Credentials{}, Mirrors: map[string][]Mirror{}, NoUpstream: map[string]bool{}}
 }
 
 // AuthFor returns the credentials configured for a registry host.
@@ -114,8 +132,14 @@ func (c *Config) MirrorsFor(registry string) []Mirror {
 	return c.Mirrors[NormalizeRegistry(registry)]
 }
 
+// UpstreamAllowed reports whether a registry host may be contacted itself
+// (after its mirrors).
+func (c *Config) UpstreamAllowed(registry string) bool {
+	return c == nil || !c.NoUpstream[NormalizeRegistry(registry)]
+}
+
 func loadDir(dir string) (*Config, error) {
-	c := &Config{Auth: map[string]Credentials{}, Mirrors: map[string][]Mirror{}}
+	c := newConfig()
 	authFrom := map[string]string{}
 	mirrorFrom := map[string]string{}
 	for _, sub := range []string{AuthDir, RegistriesDir} {
@@ -169,8 +193,9 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 		if err := json.Unmarshal(b, &m); err != nil {
 			return fmt.Errorf("cannot parse registryMirror file %q: %w", path, err)
 		}
-		if m.Registry == "" || len(m.Mirrors) == 0 {
-			return fmt.Errorf("registryMirror file %q: needs a registry and at least one mirror", path)
+		upstream := m.Upstream == nil || *m.Upstream
+		if m.Registry == "" || (len(m.Mirrors) == 0 && upstream) {
+			return fmt.Errorf("registryMirror file %q: needs a registry and at least one mirror (or \"upstream\": false to block it)", path)
 		}
 		for _, mi := range m.Mirrors {
 			if err := checkEndpoint(mi.Endpoint); err != nil {
@@ -186,6 +211,9 @@ func loadFile(path string, c *Config, authFrom, mirrorFrom map[string]string) er
 		}
 		mirrorFrom[k] = path
 		c.Mirrors[k] = m.Mirrors
+		if !upstream {
+			c.NoUpstream[k] = true
+		}
 	case "auth":
 		// rkt's HTTP auth for ACI image URLs: no ACI fetching here, ignored.
 	default:

@@ -84,3 +84,35 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstream: "upstream": false keeps a registry from being contacted
+// (mirrors only; with none, blocked); a later directory's file about the
+// same registry overrides it whole.
+func TestUpstream(t *testing.T) {
+	system, local := t.TempDir(), t.TempDir()
+	writeConf(t, system, RegistriesDir, "k8s.json", `{"rktKind":"registryMirror","rktVersion":"v1","registry":"registry.k8s.io","mirrors":[{"endpoint":"127.0.0.1:5000"}],"upstream":false}`)
+	writeConf(t, system, RegistriesDir, "blocked.json", `{"rktKind":"registryMirror","rktVersion":"v1","registry":"invalid.example","mirrors":[],"upstream":false}`)
+	writeConf(t, system, RegistriesDir, "hub.json", `{"rktKind":"registryMirror","rktVersion":"v1","registry":"docker.io","mirrors":[{"endpoint":"m"}],"upstream":false}`)
+	writeConf(t, local, RegistriesDir, "hub.json", `{"rktKind":"registryMirror","rktVersion":"v1","registry":"docker.io","mirrors":[{"endpoint":"n"}]}`)
+	writeConf(t, local, RegistriesDir, "quay.json", `{"rktKind":"registryMirror","rktVersion":"v1","registry":"quay.io","mirrors":[{"endpoint":"q"}],"upstream":true}`)
+	c, err := Load(system, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for reg, want := range map[string]bool{
+		"registry.k8s.io": false, "REGISTRY.K8S.IO": false, "invalid.example": false,
+		"docker.io": true, // local's file overrides system's
+		"quay.io":   true, "gcr.io": true,
+	} {
+		if got := c.UpstreamAllowed(reg); got != want {
+			t.Errorf("UpstreamAllowed(%s) = %v, want %v", reg, got, want)
+		}
+	}
+	if m := c.MirrorsFor("invalid.example"); len(m) != 0 {
+		t.Errorf("a blocked registry has mirrors %v", m)
+	}
+	var nilCfg *Config
+	if !nilCfg.UpstreamAllowed("x") {
+		t.Error("no configuration keeps a registry from being contacted")
+	}
+}

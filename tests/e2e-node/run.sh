@@ -111,9 +111,16 @@ if [ "$runtime" = rkt ]; then
 	stage1=${RKT_STAGE1:-$top/build/bin/stage1}
 	sock=$run/rkt.sock
 	mkdir -p "$run/rkt-config/registries.d"
+	# registries are reached through the loopback registry only: no
+	# fallback to the real one, and the image-pull specs' invalid registry
+	# is blocked (no DNS query leaves the host)
 	cat >"$run/rkt-config/registries.d/e2e.json" <<JSON
 {"rktKind": "registryMirror", "rktVersion": "v1", "registry": "registry.k8s.io",
- "mirrors": [{"endpoint": "127.0.0.1:$regport", "insecure": true}]}
+ "mirrors": [{"endpoint": "127.0.0.1:$regport", "insecure": true}], "upstream": false}
+JSON
+	cat >"$run/rkt-config/registries.d/invalid.json" <<JSON
+{"rktKind": "registryMirror", "rktVersion": "v1", "registry": "invalid.registry.k8s.io",
+ "mirrors": [], "upstream": false}
 JSON
 	"$rkt" --dir "$run/rkt-data" --local-config "$run/rkt-config" kubelet-service \
 		--socket "$sock" --socket-group root --stage1-path "$stage1" \
@@ -122,11 +129,14 @@ JSON
 	pids+=($!)
 else
 	sock=$run/containerd.sock
-	mkdir -p "$run/certs.d/registry.k8s.io"
+	# the same for containerd: the server is the loopback registry, and
+	# the invalid registry a closed loopback port
+	mkdir -p "$run/certs.d/registry.k8s.io" "$run/certs.d/invalid.registry.k8s.io"
 	cat >"$run/certs.d/registry.k8s.io/hosts.toml" <<TOML
-server = "https://registry.k8s.io"
-[host."http://127.0.0.1:$regport"]
-  capabilities = ["pull", "resolve"]
+server = "http://127.0.0.1:$regport"
+TOML
+	cat >"$run/certs.d/invalid.registry.k8s.io/hosts.toml" <<TOML
+server = "http://127.0.0.1:1"
 TOML
 	cat >"$run/containerd.toml" <<TOML
 version = 2

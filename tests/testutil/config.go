@@ -24,6 +24,18 @@ func WriteMirrorConfig(t testing.TB, dir, registry string, mirrors ...MirrorEndp
 	})
 }
 
+// WriteMirrorOnlyConfig is WriteMirrorConfig with "upstream": false: the
+// registry itself is never contacted (with no mirrors, it is blocked).
+func WriteMirrorOnlyConfig(t testing.TB, dir, registry string, mirrors ...MirrorEndpoint) string {
+	t.Helper()
+	if mirrors == nil {
+		mirrors = []MirrorEndpoint{}
+	}
+	return writeConfigFile(t, filepath.Join(dir, "registries.d"), "mirror-"+fileSafe(registry)+".json", map[string]any{
+		"rktKind": "registryMirror", "rktVersion": "v1", "registry": registry, "mirrors": mirrors, "upstream": false,
+	})
+}
+
 // WriteAuthConfig writes <dir>/auth.d/auth-<first registry>.json with
 // credentials for the registries (rkt's dockerAuth kind).
 func WriteAuthConfig(t testing.TB, dir string, registries []string, user, password string) string {
