@@ -34,16 +34,7 @@ func TestCRICheckpointContainer(t *testing.T) {
 	created, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
 		Config: containerConfig("idle", imgID, "true"), SandboxConfig: pc})
 	must(t, "CreateContainer idle", err)
-	count := func(dir, name string) int { // the in-memory count j of the last line
-		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		f := strings.Fields(lines[len(lines)-1])
-		if len(f) < 5 {
-			return 0
-		}
-		n, _ := strconv.Atoi(f[4])
-		return n
-	}
+	count := func(dir, name string) int { return counterLogCount(dir, name, true) }
 	waitCount := func(dir, name string, over int) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); count(dir, name) <= over; time.Sleep(50 * time.Millisecond) {

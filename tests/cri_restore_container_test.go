@@ -22,29 +22,17 @@ import (
 // archive as the only layer of an image with nothing to run, as the
 // Kubernetes documentation builds one with buildah). The restored
 // container is CREATED, runs the checkpointed command with the request's
-// name and log, and its start resumes the counter from the cut, in a pod
-// of its own and beside a running container. What cannot be restored is
-// refused with its code and leaves nothing.
+// name and log, and its start resumes the counter from the cut in a pod of
+// its own; beside a running container whose PID it needs (a shared PID
+// namespace) the start fails and leaves that container running. What
+// cannot be restored is refused with its code and leaves nothing.
 func TestCRIRestoreContainer(t *testing.T) {
 	env, svc, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
 	logDir := t.TempDir()
 	pc := podConfig("restore-src", logDir)
 	_, ids := runCounters(t, c, imgID, pc, nil, "one")
-	// j, the in-memory count, of the first and of the last log line
-	count := func(dir, name string, last bool) int {
-		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		l := lines[0]
-		if last {
-			l = lines[len(lines)-1]
-		}
-		if f := strings.Fields(l); len(f) >= 5 {
-			n, _ := strconv.Atoi(f[4])
-			return n
-		}
-		return 0
-	}
+	count := counterLogCount
 	waitUntil(t, 30*time.Second, "the counter", func() bool { return count(logDir, "one", true) > 5 })
 	archive := filepath.Join(t.TempDir(), "one.tar")
 	cut := count(logDir, "one", true)
@@ -172,4 +160,20 @@ func TestCRIRestoreContainer(t *testing.T) {
 	if len(after.Containers) != len(before.Containers)-1 {
 		t.Errorf("refused restores left containers: %d, want %d", len(after.Containers), len(before.Containers)-1)
 	}
+}
+
+// counterLogCount returns j, counterScript's in-memory count, of the first
+// (or the last) line of the container name's log in dir; 0 without one.
+func counterLogCount(dir, name string, last bool) int {
+	b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := lines[0]
+	if last {
+		l = lines[len(lines)-1]
+	}
+	if f := strings.Fields(l); len(f) >= 5 {
+		n, _ := strconv.Atoi(f[4])
+		return n
+	}
+	return 0
 }
