@@ -132,11 +132,17 @@ else
 	# the same for containerd: the server is the loopback registry, and
 	# the invalid registry a closed loopback port
 	mkdir -p "$run/certs.d/registry.k8s.io" "$run/certs.d/invalid.registry.k8s.io"
+	# (containerd 1.6 rejects a hosts.toml without a host tree, then falls
+	# back to the registry itself)
 	cat >"$run/certs.d/registry.k8s.io/hosts.toml" <<TOML
 server = "http://127.0.0.1:$regport"
+[host."http://127.0.0.1:$regport"]
+  capabilities = ["pull", "resolve"]
 TOML
 	cat >"$run/certs.d/invalid.registry.k8s.io/hosts.toml" <<TOML
 server = "http://127.0.0.1:1"
+[host."http://127.0.0.1:1"]
+  capabilities = ["pull", "resolve"]
 TOML
 	cat >"$run/containerd.toml" <<TOML
 version = 2
