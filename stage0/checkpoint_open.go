@@ -98,10 +98,14 @@ func (r *Runtime) OpenContainerArchive(uuid, archive string) (_ *ContainerCheckp
 }
 
 // ContainerCheckpointIn reads the container checkpoint in dir, an image
-// layer: nil when dir holds no checkpoint manifest.
+// layer: nil when dir does not have a container checkpoint's layout
+// (checkpoint.json, spec.dump and the checkpoint directory), so that an
+// image that only happens to hold one of these files runs as any image.
 func ContainerCheckpointIn(dir string) (*ContainerCheckpoint, error) {
-	if _, err := os.Lstat(filepath.Join(dir, CheckpointManifestFile)); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	for _, f := range []string{CheckpointManifestFile, "spec.dump", "checkpoint"} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
 	}
 	return ReadContainerCheckpoint(dir)
 }

@@ -105,3 +105,26 @@ func TestInTree(t *testing.T) {
 		t.Error("inTree with a trailing slash")
 	}
 }
+
+// TestContainerCheckpointIn: an image layer is a checkpoint only with the
+// layout of one; a layer that has it but a bad manifest is an error.
+func TestContainerCheckpointIn(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(CheckpointManifestFile, "some application's own file")
+	if cc, err := ContainerCheckpointIn(dir); cc != nil || err != nil {
+		t.Errorf("a layer with only checkpoint.json: %v, %v; want no checkpoint", cc, err)
+	}
+	write("spec.dump", "{}")
+	if err := os.Mkdir(filepath.Join(dir, "checkpoint"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ContainerCheckpointIn(dir); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a checkpoint's layout with a bad manifest: %v, want ErrInvalid", err)
+	}
+}
