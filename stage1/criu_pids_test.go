@@ -8,6 +8,7 @@ import (
 
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/pstree"
 	"github.com/checkpoint-restore/go-criu/v8/magic"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -41,6 +42,18 @@ func TestPstreeMaxPID(t *testing.T) {
 	}
 	if n, err := pstreeMaxPID(pstreeImage(t, entry(3, 3, 55, 3))); err != nil || n != 55 {
 		t.Errorf("pstreeMaxPID: %d, %v; want 55 (a session)", n, err)
+	}
+	// threads packed (proto3 style), which criu's proto2 does not write
+	// but a reader must take
+	packed := protowire.AppendTag(nil, 1, protowire.VarintType)
+	packed = protowire.AppendVarint(packed, 5)
+	packed = protowire.AppendTag(packed, 5, protowire.BytesType)
+	packed = protowire.AppendBytes(packed, protowire.AppendVarint(protowire.AppendVarint(nil, 6), 70))
+	m := magic.LoadMagic()
+	img2 := binary.LittleEndian.AppendUint32(nil, uint32(m.ByName["PSTREE"]))
+	img2 = binary.LittleEndian.AppendUint32(img2, uint32(len(packed)))
+	if n, err := pstreeMaxPID(append(img2, packed...)); err != nil || n != 70 {
+		t.Errorf("pstreeMaxPID of packed threads, no IMG_COMMON: %d, %v; want 70", n, err)
 	}
 	for name, b := range map[string][]byte{
 		"empty":           nil,
