@@ -63,14 +63,8 @@ func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *ru
 		return "", fmt.Errorf("%w: checkpoint of %q: containers with a terminal cannot be restored", errFailedPrecondition, app.Name)
 	}
 	want := cc.App()
-	if want.PIDNamespace == "new" {
-		ps, err := c.rt.Status(ctx, s.ID())
-		if err != nil {
-			return "", err
-		}
-		if ps.Manifest == nil || ps.Manifest.SharedPID != cc.Manifest.Pod.SharedPID {
-			return "", fmt.Errorf("%w: checkpoint of %q: the sandbox's PID namespace mode is not the checkpointed pod's", errFailedPrecondition, app.Name)
-		}
+	if want.PIDNamespace == "new" && (s.pod.Manifest == nil || s.pod.Manifest.SharedPID != cc.Manifest.Pod.SharedPID) {
+		return "", fmt.Errorf("%w: checkpoint of %q: the sandbox's PID namespace mode is not the checkpointed pod's", errFailedPrecondition, app.Name)
 	}
 	cfg := restoredConfig(orig, r.GetConfig(), app.Image.ID)
 	req := &runtimeapi.CreateContainerRequest{PodSandboxId: s.ID(), Config: cfg, SandboxConfig: r.GetSandboxConfig()}

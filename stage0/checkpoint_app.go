@@ -64,20 +64,11 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a Contain
 	if err != nil {
 		return err
 	}
-	parent := p.layout().Checkpoints()
-	if err := fileperm.MkdirAll(parent, fileperm.Private); err != nil {
-		return fmt.Errorf("cannot create the checkpoints directory of pod %s: %w", p.uuid, err)
-	}
-	dir, err := os.MkdirTemp(parent, app+".")
+	dir, release, err := p.newCheckpointDir(app + ".")
 	if err != nil {
-		return fmt.Errorf("cannot create a checkpoint directory for app %q of pod %s: %w", app, p.uuid, err)
+		return err
 	}
-	defer os.RemoveAll(dir)
-	l, err := lock.TryExclusive(dir, lock.Dir) // in use: removeStaleCheckpoints leaves it
-	if err != nil {
-		return fmt.Errorf("cannot lock checkpoint directory %q: %w", dir, err)
-	}
-	defer l.Close()
+	defer release()
 	cm, appSpecs, err := r.checkpointPod(ctx, p, CheckpointOptions{Dir: dir, Apps: []string{app}}, criu, criuVer)
 	if err != nil {
 		return err
@@ -123,6 +114,28 @@ func toContainerLayout(cm *CheckpointManifest, spec *specs.Spec, dir, app string
 		}
 	}
 	return writeCheckpointJSON(filepath.Join(dir, CheckpointManifestFile), cm)
+}
+
+// newCheckpointDir makes a private directory named prefix* in the pod's
+// Checkpoints directory, locked (removeStaleCheckpoints leaves it) until
+// release, which removes it.
+func (p *pod) newCheckpointDir(prefix string) (dir string, release func(), err error) {
+	parent := p.layout().Checkpoints()
+	if err := fileperm.MkdirAll(parent, fileperm.Private); err != nil {
+		return "", nil, fmt.Errorf("cannot create the checkpoints directory of pod %s: %w", p.uuid, err)
+	}
+	if dir, err = os.MkdirTemp(parent, prefix); err != nil {
+		return "", nil, fmt.Errorf("cannot create a checkpoint directory in pod %s: %w", p.uuid, err)
+	}
+	l, err := lock.TryExclusive(dir, lock.Dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("cannot lock checkpoint directory %q: %w", dir, err)
+	}
+	return dir, func() {
+		os.RemoveAll(dir)
+		l.Close()
+	}, nil
 }
 
 // removeStaleCheckpoints removes what CheckpointApp calls cut off by a

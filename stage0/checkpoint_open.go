@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/rkt/rkt/pkg/fileperm"
-	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/tarx"
 )
 
@@ -64,22 +62,9 @@ func (r *Runtime) OpenContainerArchive(uuid, archive string) (_ *ContainerCheckp
 	if err != nil {
 		return nil, err
 	}
-	parent := p.layout().Checkpoints()
-	if err := fileperm.MkdirAll(parent, fileperm.Private); err != nil {
-		return nil, fmt.Errorf("cannot create the checkpoints directory of pod %s: %w", p.uuid, err)
-	}
-	dir, err := os.MkdirTemp(parent, "restore.")
+	dir, release, err := p.newCheckpointDir("restore.")
 	if err != nil {
-		return nil, fmt.Errorf("cannot create a directory for checkpoint archive %q in pod %s: %w", archive, p.uuid, err)
-	}
-	l, err := lock.TryExclusive(dir, lock.Dir) // in use: removeStaleCheckpoints leaves it
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cannot lock checkpoint directory %q: %w", dir, err)
-	}
-	release := func() {
-		os.RemoveAll(dir)
-		l.Close()
+		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
