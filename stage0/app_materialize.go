@@ -17,12 +17,15 @@ func (r *Runtime) materializeApp(p *pod, pm *schema.PodManifest, name string) er
 	if err != nil {
 		return err
 	}
-	return r.materializeRecord(p, pm, name, rec, true)
+	return r.materializeRecord(p, pm, name, rec)
 }
 
-// materializeRecord is materializeApp with the app's record given; with
-// durable false the spec is written without fsync (the caller syncs it).
-func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord, durable bool) error {
+// materializeRecord is materializeApp with the app's record given. The
+// spec is written atomically but not synced: it is derived from the
+// record and the pod manifest, and only a running pod reads it (after a
+// power loss the pod is gone; ContainerStatus answers without what it
+// would have taken from a lost spec).
+func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string, rec *appRecord) error {
 	idx := appIndex(pm, name)
 	if idx < 0 {
 		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
@@ -58,7 +61,7 @@ func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string,
 		return err
 	}
 	spec.Linux.Resources = r.withoutMissingHugetlb(spec.Linux.Resources)
-	if err := writeJSON(dir.Spec(), spec, fileperm.Private, durable); err != nil {
+	if err := writeJSON(dir.Spec(), spec, fileperm.Private, false); err != nil {
 		return fmt.Errorf("cannot write the runtime spec of app %q: %w", name, err)
 	}
 	if r.view != nil {

@@ -74,10 +74,9 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	}
 	name := na.app.Name
 	// The rootfs and spec come first, so that the supervisor creates the
-	// container (Prestart) while the spec and the records are synced and
-	// written; the records' directory sync covers the spec's rename. The
-	// supervisor's answer is read after the records are written.
-	if err := r.materializeRecord(p, na.pm, name, &na.rec, false); err != nil {
+	// container (Prestart) while the records are written and synced. The
+	// supervisor's answer is read after that.
+	if err := r.materializeRecord(p, na.pm, name, &na.rec); err != nil {
 		r.removeAppDir(p, name)
 		return "", err
 	}
@@ -91,7 +90,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if opts.Prestart && opts.RestoreFrom == nil {
 		pre = r.sendPrestart(ctx, p, &na.app)
 	}
-	err = na.commit(p, p.appDir(name).Spec())
+	err = na.commit(p)
 	prestarted := pre != nil && r.prestarted(p, name, pre)
 	if err != nil {
 		if prestarted {

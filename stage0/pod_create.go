@@ -271,51 +271,30 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 	return na, nil
 }
 
-// commit writes the app's record and manifest, then the pod manifest that
-// lists it. The files of sync are synced and the three staged (written and
-// synced under temporary names) first; the app's two are then put in place
-// and their directory synced, then apps/ (the entry of the app's directory),
-// and only then the pod manifest, so that the app is never listed before
-// its files are durable (a listed app without its directory counts as
-// removed: schema.PodDir.DropRemovedApps). The syncs run one after the
-// other: syncs run at once would each hold an OS thread of the service,
-// whose count must not grow with concurrent calls. The caller removes the
-// app directory on error.
-func (na *newApp) commit(p *pod, sync ...string) error {
-	for _, f := range sync {
-		if err := fileperm.SyncFile(f); err != nil {
-			return err
-		}
-	}
+// commit writes the app's record, then the pod manifest that lists it.
+// Both are staged (written and synced under temporary names) first; the
+// record is then put in place and the app's directory synced, then apps/
+// (the entry of the app's directory), and only then the pod manifest, so
+// that the app is never listed before its record is durable (a listed app
+// without its directory counts as removed: schema.PodDir.DropRemovedApps).
+// The app's spec is derived data (materializeRecord), not synced. The syncs
+// run one after the other: syncs run at once would each hold an OS thread
+// of the service, whose count must not grow with concurrent calls. The
+// caller removes the app directory on error.
+func (na *newApp) commit(p *pod) error {
 	appDir := p.appDir(na.app.Name)
-	files := []struct {
-		path, what string
-		v          any
-		c          fileperm.Class
-	}{
-		{appDir.Record(), fmt.Sprintf("record app %q", na.app.Name), &na.rec, fileperm.Private},
-		{appDir.Manifest(), fmt.Sprintf("write manifest of app %q", na.app.Name), &na.app, fileperm.Shared},
-		{p.layout().Manifest(), "write the manifest of pod " + p.uuid, na.pm, fileperm.Shared},
+	rec, err := stageJSON(appDir.Record(), &na.rec, fileperm.Private)
+	if err != nil {
+		return fmt.Errorf("cannot record app %q: %w", na.app.Name, err)
 	}
-	staged := make([]*fileperm.Staged, len(files))
-	defer func() {
-		for _, s := range staged {
-			s.Discard()
-		}
-	}()
-	for i, f := range files {
-		b, err := encodeJSON(f.path, f.v)
-		if err == nil {
-			staged[i], err = fileperm.Stage(f.path, b, f.c)
-		}
-		if err != nil {
-			return fmt.Errorf("cannot %s: %w", f.what, err)
-		}
+	defer rec.Discard()
+	pm, err := stageJSON(p.layout().Manifest(), na.pm, fileperm.Shared)
+	if err != nil {
+		return fmt.Errorf("cannot write the manifest of pod %s: %w", p.uuid, err)
 	}
-	for _, s := range staged[:2] {
-		if err := s.Install(); err != nil {
-			return err
-		}
+	defer pm.Discard()
+	if err := rec.Install(); err != nil {
+		return err
 	}
 	if err := fileperm.SyncDir(string(appDir)); err != nil {
 		return err
@@ -324,10 +303,19 @@ func (na *newApp) commit(p *pod, sync ...string) error {
 	if err := fileperm.SyncDir(p.layout().AppsDir()); err != nil {
 		return err
 	}
-	if err := staged[2].Install(); err != nil {
+	if err := pm.Install(); err != nil {
 		return err
 	}
 	return fileperm.SyncDir(p.dir)
+}
+
+// stageJSON stages v, encoded as writeJSONAtomic would write it to path.
+func stageJSON(path string, v any, c fileperm.Class) (*fileperm.Staged, error) {
+	b, err := encodeJSON(path, v)
+	if err != nil {
+		return nil, err
+	}
+	return fileperm.Stage(path, b, c)
 }
 
 func appIndex(pm *schema.PodManifest, name string) int {

@@ -206,7 +206,6 @@ func (p *testPod) addApp(name string, app schema.App, args []string, edit func(*
 		edit(spec)
 	}
 	writeJSON(p.t, schema.AppDir(adir).Spec(), spec)
-	writeJSON(p.t, schema.AppDir(adir).Manifest(), app)
 	p.manifest.Apps = append(p.manifest.Apps, app)
 	p.writeManifest()
 }

@@ -88,7 +88,7 @@ func goList(t *testing.T, args ...string) map[string][]string {
 var layoutNames = map[string]bool{
 	"pods": true, "pod": true, "apps": true, "netns": true, "net-info.json": true, "userns": true,
 	"stage1.pid": true, "stage1.sock": true, "stage1.log": true, "stage1.died": true, "stage0-cleaned": true,
-	"volumes": true, "app.json": true, "config.json": true, "status.json": true, "stage0.json": true, "log": true,
+	"volumes": true, "config.json": true, "status.json": true, "stage0.json": true, "log": true,
 	"fs": true, "fs/rootfs": true, "fs/upper": true, "fs/work": true, "rootfs": true, "upper": true, "work": true,
 	"empty": true, "idmap": true, "imagevols": true,
 }

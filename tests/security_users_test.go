@@ -176,7 +176,6 @@ func TestLocalUsersAgainstLivePods(t *testing.T) {
 	// and layers are root's only.
 	secretFiles := []string{
 		filepath.Join(pod, "pod"),
-		filepath.Join(app, "app.json"),
 		filepath.Join(app, "config.json"),
 		filepath.Join(app, "stage0.json"),
 		filepath.Join(app, "status.json"),

@@ -114,9 +114,6 @@ func (d PodDir) join(elem ...string) string {
 // AppDir is an app's directory, <pod>/apps/<name>.
 type AppDir string
 
-// Manifest is the App (JSON), written by stage0.
-func (d AppDir) Manifest() string { return d.join("app.json") }
-
 // Spec is the OCI runtime spec of the app, written by stage0.
 func (d AppDir) Spec() string { return d.join("config.json") }
 

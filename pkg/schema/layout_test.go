@@ -26,7 +26,6 @@ func TestLayout(t *testing.T) {
 		{d.AppsDir(), "/var/lib/rkt/pods/run/u/apps"},
 		{d.Rkt1AppsInfo(), "/var/lib/rkt/pods/run/u/appsinfo"},
 		{string(a), "/var/lib/rkt/pods/run/u/apps/web"},
-		{a.Manifest(), "/var/lib/rkt/pods/run/u/apps/web/app.json"},
 		{a.Record(), "/var/lib/rkt/pods/run/u/apps/web/stage0.json"},
 		{a.Spec(), "/var/lib/rkt/pods/run/u/apps/web/config.json"},
 		{a.Status(), "/var/lib/rkt/pods/run/u/apps/web/status.json"},

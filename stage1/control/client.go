@@ -165,7 +165,7 @@ func (c *Client) call(ctx context.Context, req *Request) (*Response, error) {
 	return resp, err
 }
 
-// StartApp starts the app: reads its app.json and config.json, creates its
+// StartApp starts the app: reads its entry in the pod manifest and its config.json, creates its
 // container and runs it. It returns once the app's process runs.
 func (c *Client) StartApp(ctx context.Context, name string) error {
 	_, err := c.call(ctx, &Request{Op: OpStart, App: name})

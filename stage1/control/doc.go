@@ -59,8 +59,8 @@
 //
 // # Apps
 //
-// An app is what stage0 wrote under <pod>/apps/<name>/ (app.json,
-// config.json, rootfs mounted) and listed in the pod manifest. StartApp reads
+// An app is what stage0 wrote under <pod>/apps/<name>/ (config.json,
+// rootfs mounted) and listed in the pod manifest. StartApp reads
 // those files when it is called, so stage0 writes them first. An app with no
 // status.json has never been started (state "created" from stage0's point of
 // view). StartApp on an exited app starts it again (a new container).
