@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"context"
+	"io"
 	"net"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -66,6 +67,7 @@ type imageStore interface {
 	RemoveImage(ref string, opts store.RemoveOptions) (*store.Image, error)
 	Usage() (*store.Usage, error)
 	LayerPaths(ctx context.Context, img *store.Image) ([]string, error)
+	Hold(ctx context.Context) (io.Closer, error)
 	SweepUnreferenced(ctx context.Context) (*store.GCResult, error)
 }
 

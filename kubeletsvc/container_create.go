@@ -56,6 +56,12 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		return "", fmt.Errorf("cannot create container %q: image %q: %w", key, image, err)
 	}
 	if restore == nil && mayBeCheckpointImage(img) {
+		// its layer is read until the restored app is added
+		hold, err := c.store.Hold(ctx)
+		if err != nil {
+			return "", fmt.Errorf("cannot create container %q: %w", key, err)
+		}
+		defer hold.Close()
 		cc, err := c.checkpointImage(ctx, img)
 		if err != nil {
 			return "", err

@@ -1,6 +1,7 @@
 package kubeletsvc
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
+	"github.com/rkt/rkt/store"
 )
 
 // writeContainerCheckpoint writes a container checkpoint (version 2) of
@@ -105,6 +107,53 @@ func TestCreateContainerFromArchive(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no app added to pod %s: %v", pod, e.rt.called())
+	}
+}
+
+// TestCreateContainerFromCheckpointImage: a one-layer image without a
+// command is looked into, under a hold of the store (its layer must not be
+// swept while it is read and copied): with a checkpoint's layout it is
+// restored, without one it runs as any image; every hold is released.
+func TestCreateContainerFromCheckpointImage(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	ckpt := writeContainerCheckpoint(t, e, orig, nil)
+	if err := os.WriteFile(filepath.Join(ckpt, "spec.dump"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oneLayer := func(name, dir string) {
+		img := e.haveImage(name)
+		e.store.mu.Lock()
+		img.Layers = []store.Layer{{Digest: "sha256:" + strings.Repeat("1", 64)}}
+		e.store.layers[img.ID] = []string{dir}
+		e.store.mu.Unlock()
+	}
+	oneLayer("example.org/ckpt:1", ckpt)
+	oneLayer("example.org/plain:1", t.TempDir())
+	pod := e.runPod(t, "restored")
+	for _, tc := range []struct {
+		image   string
+		restore bool
+	}{{"example.org/ckpt:1", true}, {"example.org/plain:1", false}} {
+		r, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod,
+			Config: containerConfig("c-"+strings.Split(tc.image, "/")[1][:4], tc.image), SandboxConfig: sandboxConfig("restored")})
+		if err != nil {
+			t.Fatalf("CreateContainer from %s: %v", tc.image, err)
+		}
+		ct, err := e.svc.getContainer(e.ctx, r.ContainerId)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := e.rt.appOpts[appKey(pod, ct.app.App.Name)]
+		if (o.RestoreFrom != nil) != tc.restore {
+			t.Errorf("container of %s: RestoreFrom %v, want a restore: %v", tc.image, o.RestoreFrom, tc.restore)
+		}
+	}
+	e.store.mu.Lock()
+	defer e.store.mu.Unlock()
+	if e.store.unheldReads != 0 || e.store.heldReads != 2 || e.store.holds != 0 {
+		t.Errorf("layers read %d times under a hold, %d without; %d holds left open", e.store.heldReads, e.store.unheldReads, e.store.holds)
 	}
 }
 

@@ -546,6 +546,9 @@ type fakeStore struct {
 	layers map[string][]string // LayerPaths by image ID
 	usage  store.Usage
 	sweeps int
+	holds  int // Holds not closed
+	// LayerPaths calls made without, and with, a Hold
+	unheldReads, heldReads int
 }
 
 func newFakeStore() *fakeStore {
@@ -637,7 +640,34 @@ func (s *fakeStore) Usage() (*store.Usage, error) {
 func (s *fakeStore) LayerPaths(_ context.Context, img *store.Image) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.holds > 0 {
+		s.heldReads++
+	} else {
+		s.unheldReads++
+	}
 	return s.layers[img.ID], nil
+}
+
+// Hold counts the holds open until each is closed.
+func (s *fakeStore) Hold(context.Context) (io.Closer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holds++
+	return &fakeHold{s: s}, nil
+}
+
+type fakeHold struct {
+	s    *fakeStore
+	once sync.Once
+}
+
+func (h *fakeHold) Close() error {
+	h.once.Do(func() {
+		h.s.mu.Lock()
+		h.s.holds--
+		h.s.mu.Unlock()
+	})
+	return nil
 }
 
 func (s *fakeStore) SweepUnreferenced(context.Context) (*store.GCResult, error) {

@@ -72,6 +72,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if err != nil {
 		return "", err
 	}
+	defer na.release() // the rootfs is mounted and the app listed by then
 	name := na.app.Name
 	// The rootfs and spec come first, so that the supervisor creates the
 	// container (Prestart) while the records are written and synced. The

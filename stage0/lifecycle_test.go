@@ -2,10 +2,13 @@ package stage0
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +28,8 @@ func (fakeImages) AppImage(ctx context.Context, ref string) (*Image, error) {
 	}
 	return &Image{ID: "sha256:" + ref, Name: "example.org/" + ref + ":1", Config: &v1.ConfigFile{Config: v1.Config{Cmd: []string{"/bin/true"}}}}, nil
 }
+
+func (fakeImages) Hold(ctx context.Context) (io.Closer, error) { return io.NopCloser(nil), nil }
 
 func newTestRuntime(t *testing.T) *Runtime {
 	t.Helper()
@@ -96,6 +101,75 @@ func TestPrepareErrorsLeaveNothing(t *testing.T) {
 		if e, _ := os.ReadDir(rt.stateDir(d)); len(e) != 0 {
 			t.Errorf("%s not empty: %v", d, e)
 		}
+	}
+}
+
+// holdingImages is fakeImages that counts its holds and checks that every
+// image is resolved under one.
+type holdingImages struct {
+	fakeImages
+	mu             sync.Mutex
+	open, unheld   int
+	manifestListed []int // how many apps the pod manifest listed when a hold closed
+	dataDir        string
+}
+
+func (h *holdingImages) AppImage(ctx context.Context, ref string) (*Image, error) {
+	h.mu.Lock()
+	if h.open == 0 {
+		h.unheld++
+	}
+	h.mu.Unlock()
+	return h.fakeImages.AppImage(ctx, ref)
+}
+
+func (h *holdingImages) Hold(ctx context.Context) (io.Closer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open++
+	return closerFunc(func() error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.open--
+		n := -1
+		if m, _ := filepath.Glob(filepath.Join(h.dataDir, "pods", dirPrepare, "*", "pod")); len(m) == 1 {
+			var pm schema.PodManifest
+			if b, err := os.ReadFile(m[0]); err == nil && json.Unmarshal(b, &pm) == nil {
+				n = len(pm.Apps)
+			}
+		}
+		h.manifestListed = append(h.manifestListed, n)
+		return nil
+	}), nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// Images are resolved under a hold of the image source (so that their
+// layers are not swept before the pod manifest lists them), released once
+// the manifest is written or the prepare failed.
+func TestPrepareHoldsImages(t *testing.T) {
+	dir := t.TempDir()
+	imgs := &holdingImages{dataDir: dir}
+	rt, err := New(Config{DataDir: dir, Images: imgs, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "a"}, {Image: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if imgs.open != 0 || imgs.unheld != 0 || !reflect.DeepEqual(imgs.manifestListed, []int{1, 2}) {
+		t.Errorf("after a prepare: %d holds open, %d images resolved without one, apps in the manifest at each release: %v",
+			imgs.open, imgs.unheld, imgs.manifestListed)
+	}
+	if _, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "missing"}}}); err == nil {
+		t.Fatal("prepare of a missing image succeeded")
+	}
+	if imgs.open != 0 {
+		t.Errorf("a failed prepare left %d holds open", imgs.open)
 	}
 }
 

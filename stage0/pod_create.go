@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -181,6 +182,7 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 	if err != nil {
 		return nil, "", err
 	}
+	defer na.release()
 	if err := na.commit(p); err != nil {
 		os.RemoveAll(string(p.appDir(na.app.Name)))
 		return nil, "", err
@@ -191,20 +193,35 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 // newApp is an app being added: its directory exists, its files are not
 // written yet.
 type newApp struct {
-	rec appRecord
-	app schema.App
-	pm  *schema.PodManifest // the pod's manifest, with the app
+	rec  appRecord
+	app  schema.App
+	pm   *schema.PodManifest // the pod's manifest, with the app
+	hold io.Closer           // the images' layers, until release
 }
 
+// release lets the app's images go once the pod manifest lists it (or it
+// was not added).
+func (na *newApp) release() { na.hold.Close() }
+
 // newAppRecord resolves the app's image, checks its name and creates its
-// directory. The caller holds the manifest lock.
-func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*newApp, error) {
+// directory. The caller holds the manifest lock, and releases the images
+// (newApp.release) after the commit.
+func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (_ *newApp, retErr error) {
 	if r.cfg.Images == nil {
 		return nil, errors.New("stage0: no image source configured")
 	}
 	if opts.Image == "" {
 		return nil, fmt.Errorf("app %q: no image given: %w", opts.Name, ErrInvalid)
 	}
+	hold, err := r.cfg.Images.Hold(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("app %q: %w", opts.Name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			hold.Close()
+		}
+	}()
 	img, err := r.cfg.Images.AppImage(ctx, opts.Image)
 	if err != nil {
 		return nil, fmt.Errorf("cannot resolve image %q: %w", opts.Image, err)
@@ -254,7 +271,7 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (*n
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	na := &newApp{rec: appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}}
+	na := &newApp{rec: appRecord{Options: opts, Image: *img, ImageVolumes: imgVols}, hold: hold}
 	na.app = schema.App{
 		Name:        name,
 		Image:       schema.AppImage{Name: img.Name, ID: img.ID, Layers: img.Layers},

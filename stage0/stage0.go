@@ -10,6 +10,7 @@ package stage0
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,6 +59,10 @@ type ImageSource interface {
 	// AppImage resolves ref (ID, ID prefix, name[:tag], name@digest) to an
 	// image whose layers are unpacked and ready to be used as lowerdirs.
 	AppImage(ctx context.Context, ref string) (*Image, error)
+	// Hold keeps the layers of the images it resolves from being deleted
+	// until it is closed: stage0 holds it from resolving an app's images
+	// until the pod manifest lists the app (and its rootfs is mounted).
+	Hold(ctx context.Context) (io.Closer, error)
 }
 
 // Runtime runs pods in one data directory.

@@ -3,6 +3,7 @@ package stage0
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/rkt/rkt/store"
@@ -35,6 +36,9 @@ func (si storeImages) AppImage(ctx context.Context, ref string) (*Image, error) 
 	}
 	return &Image{ID: img.ID, Name: name, Config: img.Config, Layers: layers}, nil
 }
+
+// Hold keeps the store's blobs and trees (store.Store.Hold).
+func (si storeImages) Hold(ctx context.Context) (io.Closer, error) { return si.s.Hold(ctx) }
 
 // looksLikeID reports whether ref is an image ID or ID prefix rather than a
 // name.

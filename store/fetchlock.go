@@ -4,16 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/rkt/rkt/pkg/lock"
 )
 
-// fetchLockFile keeps blob and tree deletion away from fetches in any
-// process: a fetch holds it shared while it runs, and sweeping unreferenced
-// blobs and trees needs it exclusive. A sweep never waits for fetches: it is
-// skipped and the unreferenced content is left to a later GC.
+// fetchLockFile keeps blob and tree deletion away from fetches and from
+// pods being made (Hold) in any process: those hold it shared while they
+// run, and sweeping unreferenced blobs and trees needs it exclusive. A
+// sweep never waits for them: it is skipped and the unreferenced content
+// is left to a later GC.
 const fetchLockFile = "fetch.lock"
+
+// Hold keeps every blob and unpacked tree of the store from being deleted
+// (by RemoveImage, GC or a fetch's rollback) until it is closed; image
+// records may still be removed. It covers the time between resolving an
+// image for a pod and the pod manifest listing it (ImagesInUse) with its
+// layers mounted, during which nothing else shows the image in use.
+func (s *Store) Hold(ctx context.Context) (io.Closer, error) {
+	l, err := s.holdFetchLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
 
 // holdFetchLock takes the fetch lock shared, waiting only for a running
 // sweep (short) or until ctx ends.

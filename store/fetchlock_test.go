@@ -6,10 +6,11 @@ import (
 	"testing"
 )
 
-// A fetch running (here: its lock held, as by another process) keeps
-// RemoveImage and GC from deleting blobs and trees it may be about to
-// record; a GC after the fetch collects them.
-func TestSweepWaitsForRunningFetch(t *testing.T) {
+// A fetch running, or a pod being made from the store's images (Hold;
+// here held by another process, as a fetch holds it), keeps RemoveImage
+// and GC from deleting blobs and trees it may be about to record or
+// mount; a GC after it collects them.
+func TestSweepWaitsForHold(t *testing.T) {
 	reg := startRegistry(t)
 	ref := reg.push(t, "sweep/a:1", testImage(t, "IMG=sweep", []entry{{name: "a", body: "a"}}))
 	s := newStore(t)
@@ -27,7 +28,7 @@ func TestSweepWaitsForRunningFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetching, err := other.holdFetchLock(ctx)
+	fetching, err := other.Hold(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
