@@ -149,7 +149,7 @@ func (c *criService) completeAppOptions(ctx context.Context, s *sandbox, cfg *ru
 		opts.Mounts = append([]stage0.Mount{}, opts.Mounts...)
 		for _, i := range plan.imageVolumes {
 			m := cfg.GetMounts()[i]
-			mnt, imgID, err := c.imageVolume(ctx, opts.Mounts[i])
+			mnt, imgID, err := c.imageVolume(opts.Mounts[i])
 			if err != nil {
 				return opts, err
 			}

@@ -19,7 +19,8 @@ import (
 type containerPlan struct {
 	opts stage0.AppOptions
 	// imageVolumes are the indexes of image volumes in opts.Mounts (and in
-	// the config's mounts): placeholders with Image set to the CRI ref.
+	// the config's mounts): Image set to the CRI ref, which CreateContainer
+	// resolves to an image ID (imageVolume).
 	imageVolumes []int
 	// pidTarget is the container whose PID namespace to join
 	// (opts.PIDMode == NamespaceTarget).
