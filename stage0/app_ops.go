@@ -91,7 +91,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	if opts.Prestart && opts.RestoreFrom == nil {
 		pre = r.sendPrestart(ctx, p, &na.app)
 	}
-	err = na.commit(p)
+	err = na.commit(p, false)
 	prestarted := pre != nil && r.prestarted(p, name, pre)
 	if err != nil {
 		if prestarted {

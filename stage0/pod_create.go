@@ -183,7 +183,7 @@ func (r *Runtime) addAppRecord(ctx context.Context, p *pod, opts AppOptions) (*s
 		return nil, "", err
 	}
 	defer na.release()
-	if err := na.commit(p); err != nil {
+	if err := na.commit(p, true); err != nil {
 		os.RemoveAll(string(p.appDir(na.app.Name)))
 		return nil, "", err
 	}
@@ -288,33 +288,47 @@ func (r *Runtime) newAppRecord(ctx context.Context, p *pod, opts AppOptions) (_ 
 	return na, nil
 }
 
-// commit writes the app's record, then the pod manifest that lists it.
-// Both are staged (written and synced under temporary names) first; the
-// record is then put in place and the app's directory synced, then apps/
-// (the entry of the app's directory), and only then the pod manifest, so
-// that the app is never listed before its record is durable (a listed app
-// without its directory counts as removed: schema.PodDir.DropRemovedApps).
-// The app's spec is derived data (materializeRecord), not synced. The syncs
-// run one after the other: syncs run at once would each hold an OS thread
-// of the service, whose count must not grow with concurrent calls. The
-// caller removes the app directory on error.
-func (na *newApp) commit(p *pod) error {
+// commit writes the app's record, then the pod manifest that lists it, so
+// that the app is never listed before its record is written, nor before
+// its directory's entry is durable (a listed app without its directory
+// counts as removed: schema.PodDir.DropRemovedApps). The pod manifest is
+// staged (written and synced under a temporary name), apps/ synced, then
+// the manifest put in place and the pod directory synced.
+//
+// With durableRecord the record is staged too, and put in place and its
+// directory synced before apps/: a prepared pod's apps are materialized
+// from their records when it starts, which may be after a reboot. An app
+// added to a running pod is not: after a power loss the pod is gone, and
+// the record (like the spec, materializeRecord) is only read while it runs,
+// so it is written atomically but not synced.
+//
+// The syncs run one after the other: syncs run at once would each hold an
+// OS thread of the service, whose count must not grow with concurrent
+// calls. The caller removes the app directory on error.
+func (na *newApp) commit(p *pod, durableRecord bool) error {
 	appDir := p.appDir(na.app.Name)
-	rec, err := stageJSON(appDir.Record(), &na.rec, fileperm.Private)
-	if err != nil {
+	var rec *fileperm.Staged
+	if durableRecord {
+		var err error
+		if rec, err = stageJSON(appDir.Record(), &na.rec, fileperm.Private); err != nil {
+			return fmt.Errorf("cannot record app %q: %w", na.app.Name, err)
+		}
+		defer rec.Discard()
+	} else if err := writeJSON(appDir.Record(), &na.rec, fileperm.Private, false); err != nil {
 		return fmt.Errorf("cannot record app %q: %w", na.app.Name, err)
 	}
-	defer rec.Discard()
 	pm, err := stageJSON(p.layout().Manifest(), na.pm, fileperm.Shared)
 	if err != nil {
 		return fmt.Errorf("cannot write the manifest of pod %s: %w", p.uuid, err)
 	}
 	defer pm.Discard()
-	if err := rec.Install(); err != nil {
-		return err
-	}
-	if err := fileperm.SyncDir(string(appDir)); err != nil {
-		return err
+	if rec != nil {
+		if err := rec.Install(); err != nil {
+			return err
+		}
+		if err := fileperm.SyncDir(string(appDir)); err != nil {
+			return err
+		}
 	}
 	// the app directory's own entry, made by newAppRecord
 	if err := fileperm.SyncDir(p.layout().AppsDir()); err != nil {
