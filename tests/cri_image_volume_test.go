@@ -11,9 +11,10 @@ import (
 
 // TestCRIImageVolume: a container's image volumes (a two-layer image,
 // whole and by sub path) are its files, read-only; the image counts as in
-// use while the container exists (RemoveImage is refused and the files
-// stay), a sub path the image lacks is refused and leaves nothing, and
-// once the container is gone the image can be removed.
+// use while a container using it exists (RemoveImage is refused and the
+// files stay), a sub path the image lacks is refused and leaves nothing,
+// and once the containers are gone (removed, or with their pod) the image
+// can be removed, with no mount left.
 func TestCRIImageVolume(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
@@ -84,10 +85,22 @@ func TestCRIImageVolume(t *testing.T) {
 		t.Errorf("after RemoveImage, in the container: %q, want %q", got, want)
 	}
 
+	// a second container keeps the image in use after the first is
+	// removed; removing the pod (not the container) releases it
+	keeper, err := create("keeper", "")
+	must(t, "CreateContainer", err)
 	_, err = c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1})
 	must(t, "StopContainer", err)
 	_, err = c.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 	must(t, "RemoveContainer", err)
 	_, err = c.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: data}})
-	must(t, "RemoveImage after the container", err)
+	if statusCode(err) != "FailedPrecondition" {
+		t.Errorf("RemoveImage while container %s uses it: %v, want FailedPrecondition", keeper, err)
+	}
+	_, err = c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: rp.PodSandboxId})
+	must(t, "StopPodSandbox", err)
+	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: rp.PodSandboxId})
+	must(t, "RemovePodSandbox", err)
+	_, err = c.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: data}})
+	must(t, "RemoveImage after the pod", err)
 }
