@@ -75,8 +75,8 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 	defer na.release() // the rootfs is mounted and the app listed by then
 	name := na.app.Name
 	// The rootfs and spec come first, so that the supervisor creates the
-	// container (Prestart) while the records are written and synced. The
-	// supervisor's answer is read after that.
+	// container (Prestart) while the record and the pod manifest are
+	// written and synced (commit). The supervisor's answer is read after.
 	if err := r.materializeRecord(p, na.pm, name, &na.rec); err != nil {
 		r.removeAppDir(p, name)
 		return "", err
