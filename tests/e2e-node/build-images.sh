@@ -147,6 +147,18 @@ rm "$r/bin/hostname"
 add_host_binary "$r" /bin/hostname /bin/hostname
 layer glibc-dns-testing
 
+# kitten: what the ImageVolume specs read of the image they mount (its
+# data.json naming kitten.jpg, an Alpine os-release, root in etc/passwd);
+# nothing runs from it
+r=$out/rootfs/kitten
+rm -rf "$r"
+mkdir -p "$r/etc"
+echo '{"name": "kitten", "file": "kitten.jpg"}' >"$r/data.json"
+printf 'stand-in for the e2e kitten image\n' >"$r/kitten.jpg"
+printf 'NAME="Alpine Linux"\nID=alpine\n' >"$r/etc/os-release"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+layer kitten
+
 r=$out/rootfs/pause
 rm -rf "$r"
 mkdir -p "$r"
@@ -171,6 +183,8 @@ cat >"$out/images.json" <<JSON
   "config": {"Env": ["$path"], "Cmd": ["sh"], "User": "1234"}},
  {"names": ["$e2e/glibc-dns-testing:2.1.1"], "layer": "glibc-dns-testing.tar",
   "config": {"Env": ["$path"], "Cmd": ["sh"]}},
+ {"names": ["$e2e/kitten:1.8"], "layer": "kitten.tar",
+  "config": {"Env": ["$path"], "Cmd": ["/bin/sh"]}},
  {"names": ["registry.k8s.io/pause:3.10.2", "registry.k8s.io/pause:3.10"], "layer": "pause.tar",
   "config": {"Entrypoint": ["/pause"], "User": "65535:65535"}}
 ]
