@@ -1,13 +1,15 @@
 #!/bin/sh
 # Build criu (Debian's upstream tarball, sha256-pinned) and install only the
 # criu binary as <tools dir>/criu. Debian 12's criu 3.17.1 does not start on
-# recent kernels ("vdso: Unexpected rt vDSO area bounds"); 4.1.1 does.
+# recent kernels ("vdso: Unexpected rt vDSO area bounds"); 4.1.1's dump hangs
+# on 6.18 (waiting for the task to trap after the parasite's sigreturn);
+# 4.2.1 works on both.
 # Build dependencies: .ci/install-deps. Usage: tests/build-criu.sh <absolute tools dir>
 set -eu
 
 tools=${1:?usage: build-criu.sh <tools dir>}
-ver=4.1.1
-sha256=f80a66cb3726bb2116266d4759ce3bcbfab7abdb6b6d430bf20dd41911717afe
+ver=4.2.1
+sha256=29ec0ee09e296479fe7048c80980e8ef1d0684d0b0204c2b101dfea19f6725b9
 url=http://deb.debian.org/debian/pool/main/c/criu/criu_$ver.orig.tar.xz
 
 mkdir -p "$tools"
