@@ -101,7 +101,7 @@ func (sv *supervisor) checkpoint(cs *control.CheckpointSpec) (retErr error) {
 			return fmt.Errorf("cannot create %q: %w", dir, err)
 		}
 		written = append(written, dir)
-		if err := apps[i].dump(c, dir); err != nil {
+		if err := apps[i].dump(c, dir, cs.Deadline); err != nil {
 			return err
 		}
 	}
@@ -111,11 +111,20 @@ func (sv *supervisor) checkpoint(cs *control.CheckpointSpec) (retErr error) {
 
 // dump writes the app's CRIU images to <dir>/criu and its upper directory
 // to <dir>/rootfs.tar, and leaves its container paused; a.mu must be held.
-func (a *app) dump(c *libcontainer.Container, dir string) error {
+// A criu still running lateDumpGrace past deadline is killed.
+func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) error {
 	images := filepath.Join(dir, "criu")
+	var killed []int
 	err := a.sv.spawner.do(func() error {
-		return c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
+		w := watchCriu(deadline, lateDumpGrace)
+		err := c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
+		killed = w.stop()
+		return err
 	})
+	if len(killed) > 0 {
+		slog.Warn("killed a criu dump running past its deadline", "app", a.name, "pids", killed, "grace", lateDumpGrace)
+		return fmt.Errorf("criu (pid %v) was killed %v past the checkpoint's deadline, dumping app %q (%w)", killed, lateDumpGrace, a.name, syscall.ETIMEDOUT)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot dump app %q with criu: %w%s", a.name, err, criuErrors(filepath.Join(images, "dump.log")))
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,8 +156,12 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	slow := filepath.Join(dir, "slow")
+	hang := filepath.Join(dir, "hang")
+	hungPID := filepath.Join(dir, "hung.pid")
 	criu := filepath.Join(dir, "criu")
-	script := "#!/bin/sh\n[ \"$1\" = swrk ] && [ -f " + slow + " ] && sleep 3\nexec " + toolPath(t, "criu") + " \"$@\"\n"
+	script := "#!/bin/sh\n[ \"$1\" = swrk ] && [ -f " + slow + " ] && sleep 3\n" +
+		"[ \"$1\" = swrk ] && [ -f " + hang + " ] && echo $$ >" + hungPID + " && exec sleep 600\n" +
+		"exec " + toolPath(t, "criu") + " \"$@\"\n"
 	must(t, "write the criu wrapper", os.WriteFile(criu, []byte(script), 0o700))
 	env, _, c, imgID := checkpointService(t, criu)
 	ctx := rpcCtx(t)
@@ -213,8 +218,44 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	counting()
 	waitUntil(t, 30*time.Second, "the last criu to end", empty) // nothing written after the answer
 
-	// On time, the same checkpoints work.
+	// A criu that never answers (as 4.1.1's dumps on Linux 6.18): the
+	// supervisor kills it 10 s past the deadline, resumes the apps and
+	// frees its spawner (exec works), and nothing is left.
 	must(t, "speed criu up", os.Remove(slow))
+	must(t, "hang criu", os.WriteFile(hang, nil, 0o600))
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(hungPID); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL) // the wrapper this test started, should the supervisor not have
+			}
+		}
+	})
+	t0 = time.Now()
+	dctx, cancel = context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err = c.CheckpointPod(dctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("CheckpointPod with a hung criu: %v, want DeadlineExceeded", err)
+	}
+	waitUntil(t, 40*time.Second, "the hung criu to be killed", func() bool {
+		b, err := os.ReadFile(hungPID)
+		if err != nil {
+			return false
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0 && syscall.Kill(pid, 0) != nil
+	})
+	t.Logf("the hung criu was killed %v after the call began", time.Since(t0))
+	counting()
+	waitUntil(t, 30*time.Second, "the service to remove the killed dump's files", empty)
+	er, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ids[1], Cmd: []string{"true"}, Timeout: 10})
+	if err != nil || er.ExitCode != 0 {
+		t.Errorf("ExecSync after the killed dump: %v %v", er, err)
+	}
+	must(t, "unhang criu", os.Remove(hang))
+	t.Logf("the pod was back %v after the call began", time.Since(t0))
+
+	// On time, the same checkpoints work.
 	_, err = c.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: ids[0], Location: archive, Timeout: 60})
 	must(t, "CheckpointContainer on time", err)
 	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lateDumpGrace is how long a dump may run past its checkpoint's deadline
+// before its criu is killed: the call has failed by then and what the dump
+// writes is removed, while the pod's apps stay paused and the spawner busy
+// (no app starts, no exec) for as long as it runs. A criu killed during
+// the dump cures its parasite as the control socket closes.
+const lateDumpGrace = 10 * time.Second
+
+// criuWatch kills, grace after deadline, the processes the calling thread
+// has started since it was armed, which for a spawner call that runs one
+// criu is that criu (libcontainer gives no handle on it). It must be armed
+// and disarmed on the thread that starts criu.
+type criuWatch struct {
+	timer  *time.Timer
+	killed atomic.Value // []int
+}
+
+// watchCriu arms a criuWatch; a zero deadline arms nothing.
+func watchCriu(deadline time.Time, grace time.Duration) *criuWatch {
+	w := &criuWatch{}
+	if deadline.IsZero() {
+		return w
+	}
+	tid := unix.Gettid()
+	before, err := threadChildren(tid)
+	if err != nil {
+		return w // no kernel support for the children list: unbounded, as before
+	}
+	w.timer = time.AfterFunc(time.Until(deadline.Add(grace)), func() {
+		now, err := threadChildren(tid)
+		if err != nil {
+			return
+		}
+		var killed []int
+		for _, pid := range now {
+			if !slices.Contains(before, pid) && unix.Kill(pid, unix.SIGKILL) == nil {
+				killed = append(killed, pid)
+			}
+		}
+		w.killed.Store(killed)
+	})
+	return w
+}
+
+// stop disarms the watch and returns the PIDs it killed.
+func (w *criuWatch) stop() []int {
+	if w.timer == nil {
+		return nil
+	}
+	w.timer.Stop()
+	killed, _ := w.killed.Load().([]int)
+	return killed
+}
+
+// threadChildren lists the children the thread tid of this process started
+// (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN).
+func threadChildren(tid int) ([]int, error) {
+	p := fmt.Sprintf("/proc/%d/task/%d/children", os.Getpid(), tid)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", p, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: bad pid %q", p, f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}

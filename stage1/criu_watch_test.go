@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The watch kills what the thread started after it was armed, once the
+// deadline and the grace have passed, and nothing it started before.
+func TestCriuWatchKillsLateChildren(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	older := exec.Command("sleep", "30")
+	if err := older.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { older.Process.Kill(); older.Wait() }()
+
+	w := watchCriu(time.Now(), 100*time.Millisecond)
+	late := exec.Command("sleep", "30")
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err := late.Wait()
+	killed := w.stop()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the late child ended with %v, want SIGKILL", err)
+	}
+	if !slices.Equal(killed, []int{late.Process.Pid}) {
+		t.Errorf("killed %v, want [%d]", killed, late.Process.Pid)
+	}
+	if err := older.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the child started before the watch is gone: %v", err)
+	}
+}
+
+// A child that ends before the deadline and the grace is left alone, and so
+// is everything without a deadline.
+func TestCriuWatchSparesTimelyChildren(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, deadline := range []time.Time{time.Now().Add(time.Minute), {}} {
+		w := watchCriu(deadline, 0)
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		if killed := w.stop(); len(killed) != 0 {
+			t.Errorf("deadline %v: killed %v", deadline, killed)
+		}
+	}
+}
