@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +24,8 @@ const lateDumpGrace = 10 * time.Second
 // and disarmed on the thread that starts criu.
 type criuWatch struct {
 	timer  *time.Timer
-	killed atomic.Value // []int
+	fired  chan struct{} // closed once the timer's function has run
+	killed []int
 }
 
 // watchCriu arms a criuWatch; a zero deadline arms nothing.
@@ -39,30 +39,32 @@ func watchCriu(deadline time.Time, grace time.Duration) *criuWatch {
 	if err != nil {
 		return w // no kernel support for the children list: unbounded, as before
 	}
+	w.fired = make(chan struct{})
 	w.timer = time.AfterFunc(time.Until(deadline.Add(grace)), func() {
+		defer close(w.fired)
 		now, err := threadChildren(tid)
 		if err != nil {
 			return
 		}
-		var killed []int
 		for _, pid := range now {
 			if !slices.Contains(before, pid) && unix.Kill(pid, unix.SIGKILL) == nil {
-				killed = append(killed, pid)
+				w.killed = append(w.killed, pid)
 			}
 		}
-		w.killed.Store(killed)
 	})
 	return w
 }
 
-// stop disarms the watch and returns the PIDs it killed.
+// stop disarms the watch (or waits for it to have fired) and returns the
+// PIDs it killed.
 func (w *criuWatch) stop() []int {
 	if w.timer == nil {
 		return nil
 	}
-	w.timer.Stop()
-	killed, _ := w.killed.Load().([]int)
-	return killed
+	if !w.timer.Stop() {
+		<-w.fired
+	}
+	return w.killed
 }
 
 // threadChildren lists the children the thread tid of this process started
