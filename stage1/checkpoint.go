@@ -109,13 +109,31 @@ func (sv *supervisor) checkpoint(cs *control.CheckpointSpec) (retErr error) {
 	return nil
 }
 
-// dump writes the app's CRIU images to <dir>/criu and its upper directory
-// to <dir>/rootfs.tar, and leaves its container paused; a.mu must be held.
+// dump writes the app's upper directory to <dir>/rootfs.tar and its CRIU
+// images to <dir>/criu, and leaves its container paused; a.mu must be
+// held. The layer is archived first, while the app is paused as the
+// checkpoint found it: should criu thaw what it dumps (the check below), a
+// layer read after the dump would hold what the app wrote since.
 // A criu still running lateDumpGrace past deadline is killed.
 func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) error {
+	p := filepath.Join(dir, "rootfs.tar")
+	f, err := fileperm.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileperm.Private)
+	if err != nil {
+		return fmt.Errorf("cannot create %q: %w", p, err)
+	}
+	err = upper.Archive(f, a.dir().Upper())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot archive the writable layer of app %q: %w", a.name, err)
+	}
 	images := filepath.Join(dir, "criu")
 	var killed []int
-	err := a.sv.spawner.do(func() error {
+	err = a.sv.spawner.do(func() error {
 		w := watchCriu(deadline, lateDumpGrace)
 		err := c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
 		killed = w.stop()
@@ -131,6 +149,7 @@ func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) er
 	// Should criu have thawed it, freeze it again: the pod-wide cut holds
 	// until every app is dumped.
 	if st, err := c.Status(); err == nil && st != libcontainer.Paused {
+		slog.Debug("criu left the app running: paused again", "app", a.name)
 		if err := c.Pause(); err != nil {
 			return fmt.Errorf("cannot pause app %q again: %w", a.name, err)
 		}
@@ -146,21 +165,6 @@ func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) er
 		if err := fileperm.Apply(filepath.Join(images, e.Name()), fileperm.Private); err != nil {
 			return err
 		}
-	}
-	p := filepath.Join(dir, "rootfs.tar")
-	f, err := fileperm.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileperm.Private)
-	if err != nil {
-		return fmt.Errorf("cannot create %q: %w", p, err)
-	}
-	err = upper.Archive(f, a.dir().Upper())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("cannot archive the writable layer of app %q: %w", a.name, err)
 	}
 	return nil
 }
