@@ -149,11 +149,11 @@ func (c *criService) completeAppOptions(ctx context.Context, s *sandbox, cfg *ru
 		opts.Mounts = append([]stage0.Mount{}, opts.Mounts...)
 		for _, i := range plan.imageVolumes {
 			m := cfg.GetMounts()[i]
-			mnt, imgID, err := c.imageVolume(opts.Mounts[i])
+			mnt, err := c.imageVolume(opts.Mounts[i])
 			if err != nil {
 				return opts, err
 			}
-			m.Image.ImageRef = imgID
+			m.Image.ImageRef = mnt.Image
 			opts.Mounts[i] = mnt
 		}
 	}
