@@ -229,7 +229,7 @@ func (a *app) newContainer(run func(*libcontainer.Container, *libcontainer.Proce
 
 // start runs the app's process in its container, prestarted or created
 // now. a.mu must be held.
-func (a *app) start() (retErr error) {
+func (a *app) start(deadline time.Time) (retErr error) {
 	t0 := time.Now()
 	a.status = schema.AppStatus{Name: a.name, State: schema.AppCreated, CreatedAt: a.manifest.CreatedAt}
 	if a.status.CreatedAt.IsZero() {
@@ -254,7 +254,7 @@ func (a *app) start() (retErr error) {
 			pre.drop()
 		}
 		var err error
-		if pre, err = a.restore(images); err != nil {
+		if pre, err = a.restore(images, deadline); err != nil {
 			return err
 		}
 	} else if pre != nil {

@@ -44,8 +44,9 @@ func (sv *supervisor) lookup(name string) (*app, error) {
 	return a, nil
 }
 
-// startApp starts (or restarts) an app of the manifest.
-func (sv *supervisor) startApp(name string) error {
+// startApp starts (or restarts) an app of the manifest; the deadline (zero
+// for none) bounds the restore of a checkpointed app.
+func (sv *supervisor) startApp(name string, deadline time.Time) error {
 	a, err := sv.lookup(name)
 	if err != nil {
 		return err
@@ -67,7 +68,7 @@ func (sv *supervisor) startApp(name string) error {
 	}
 	a.manifest = *am
 	t0 := time.Now()
-	if err := a.start(); err != nil {
+	if err := a.start(deadline); err != nil {
 		return err
 	}
 	slog.Debug("app started", "app", name, "after", time.Since(t0))

@@ -39,6 +39,9 @@ func (sv *supervisor) checkpoint(cs *control.CheckpointSpec) (retErr error) {
 	if err := sv.useCriu(cs.Criu); err != nil {
 		return err
 	}
+	if cs.Deadline.IsZero() {
+		cs.Deadline = time.Now().Add(defaultDumpTimeout)
+	}
 	apps := make([]*app, 0, len(names))
 	for _, n := range names {
 		a, err := sv.lookup(n)
@@ -114,7 +117,7 @@ func (sv *supervisor) checkpoint(cs *control.CheckpointSpec) (retErr error) {
 // held. The layer is archived first, while the app is paused as the
 // checkpoint found it: should criu thaw what it dumps (the check below), a
 // layer read after the dump would hold what the app wrote since.
-// A criu still running lateDumpGrace past deadline is killed.
+// A criu still running lateCriuGrace past deadline is killed.
 func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) error {
 	p := filepath.Join(dir, "rootfs.tar")
 	f, err := fileperm.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileperm.Private)
@@ -134,14 +137,14 @@ func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) er
 	images := filepath.Join(dir, "criu")
 	var killed []int
 	err = a.sv.spawner.do(func() error {
-		w := watchCriu(deadline, lateDumpGrace)
+		w := watchCriu(deadline, lateCriuGrace)
 		err := c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
 		killed = w.stop()
 		return err
 	})
 	if len(killed) > 0 {
-		slog.Warn("killed a criu dump running past its deadline", "app", a.name, "pids", killed, "grace", lateDumpGrace)
-		return fmt.Errorf("criu (pid %v) was killed %v past the checkpoint's deadline, dumping app %q (%w)", killed, lateDumpGrace, a.name, syscall.ETIMEDOUT)
+		slog.Warn("killed a criu dump running past its deadline", "app", a.name, "pids", killed, "grace", lateCriuGrace)
+		return fmt.Errorf("criu (pid %v) was killed %v past the checkpoint's deadline, dumping app %q (%w)", killed, lateCriuGrace, a.name, syscall.ETIMEDOUT)
 	}
 	if err != nil {
 		return fmt.Errorf("cannot dump app %q with criu: %w%s", a.name, err, criuErrors(filepath.Join(images, "dump.log")))

@@ -11,12 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lateDumpGrace is how long a dump may run past its checkpoint's deadline
-// before its criu is killed: the call has failed by then and what the dump
-// writes is removed, while the pod's apps stay paused and the spawner busy
-// (no app starts, no exec) for as long as it runs. A criu killed during
-// the dump cures its parasite as the control socket closes.
-const lateDumpGrace = 10 * time.Second
+// lateCriuGrace is how long a criu may run past its call's deadline
+// before it is killed: the call has failed by then, while a dump holds the
+// pod's apps paused and the spawner busy (no app starts, no exec) for as
+// long as it runs, and a restore the spawner. A criu killed during a dump
+// cures its parasite as the control socket closes; what a killed restore
+// created is killed with its container.
+const lateCriuGrace = 10 * time.Second
+
+// Deadlines for callers that give none: a dump's, and a restore's, under
+// the 2 minutes stage0 and the kubelet wait for a start.
+const (
+	defaultDumpTimeout    = 4 * time.Minute
+	defaultRestoreTimeout = 100 * time.Second
+)
 
 // criuWatch kills, grace after deadline, the processes the calling thread
 // has started since it was armed, which for a spawner call that runs one

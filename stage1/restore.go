@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 )
 
 // restore creates the app's container and restores into it the process
@@ -15,8 +18,10 @@ import (
 // RestorePod), with new stdout/stderr pipes in place of the dumped ones.
 // The images are removed once the process runs. In a pod's shared PID
 // namespace the namespace first moves past every PID the pod's pending
-// restores need.
-func (a *app) restore(images string) (*prestarted, error) {
+// restores need. A criu still running lateCriuGrace past the deadline
+// (defaultRestoreTimeout from now if zero) is killed, with whatever it
+// restored, and the restore fails with ETIMEDOUT.
+func (a *app) restore(images string, deadline time.Time) (*prestarted, error) {
 	if err := a.sv.useCriu(""); err != nil {
 		return nil, err
 	}
@@ -30,11 +35,26 @@ func (a *app) restore(images string) (*prestarted, error) {
 			return nil, fmt.Errorf("cannot restore app %q: %w", a.name, err)
 		}
 	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(defaultRestoreTimeout)
+	}
 	work := filepath.Join(string(a.dir()), "restore-work")
 	pre, err := a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
+		var killed []int
 		err := a.sv.spawner.do(func() error {
-			return ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
+			w := watchCriu(deadline, lateCriuGrace)
+			err := ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
+			killed = w.stop()
+			return err
 		})
+		if len(killed) > 0 {
+			slog.Warn("killed a criu restore running past its deadline", "app", a.name, "pids", killed, "grace", lateCriuGrace)
+			// the tasks it made are in the container's cgroup; the
+			// container's destruction (newContainer) does not kill
+			// them in a private PID namespace
+			killContainer(ctr)
+			return fmt.Errorf("criu (pid %v) was killed %v past the start's deadline, restoring app %q (%w)", killed, lateCriuGrace, a.name, syscall.ETIMEDOUT)
+		}
 		if err != nil {
 			log := filepath.Join(work, "restore.log")
 			return fmt.Errorf("cannot restore app %q with criu (log: %s): %w%s", a.name, log, err, criuErrors(log))
@@ -67,4 +87,20 @@ func (a *app) restore(images string) (*prestarted, error) {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// killContainer SIGKILLs every process in the container's cgroup until
+// none is left (for up to 5 s).
+func killContainer(ctr *libcontainer.Container) {
+	for range 250 {
+		pids, err := ctr.Processes()
+		if err != nil || len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	slog.Warn("processes outlive SIGKILL in an app's cgroup", "app", ctr.ID())
 }

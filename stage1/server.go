@@ -131,7 +131,7 @@ func (sv *supervisor) handle(conn net.Conn) {
 func (sv *supervisor) dispatch(req *control.Request, resp *control.Response) error {
 	switch req.Op {
 	case control.OpStart:
-		return sv.startApp(req.App)
+		return sv.startApp(req.App, req.Deadline)
 	case control.OpPrestart:
 		if req.Manifest == nil || req.Manifest.Name != req.App {
 			return errInvalid("prestart of %q without its manifest", req.App)

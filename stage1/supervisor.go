@@ -224,7 +224,7 @@ func (sv *supervisor) startAll() error {
 		return fmt.Errorf("pod %s has no apps to run", sv.manifest.UUID)
 	}
 	for _, am := range sv.manifest.Apps {
-		if err := sv.startApp(am.Name); err != nil {
+		if err := sv.startApp(am.Name, time.Time{}); err != nil {
 			return err
 		}
 	}

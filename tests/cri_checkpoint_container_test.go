@@ -151,7 +151,8 @@ func TestCRICheckpointContainer(t *testing.T) {
 // works (a criu that starts 3 s late) fails with DeadlineExceeded, dumps
 // no app after the deadline, resumes the containers, and leaves no file:
 // CheckpointPod by the client's deadline, CheckpointContainer by its
-// timeout field.
+// timeout field; a criu that never answers is killed, in a dump or in the
+// restore of a StartContainer.
 func TestCRICheckpointDeadline(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
@@ -163,7 +164,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 		"[ \"$1\" = swrk ] && [ -f " + hang + " ] && echo $$ >" + hungPID + " && exec sleep 600\n" +
 		"exec " + toolPath(t, "criu") + " \"$@\"\n"
 	must(t, "write the criu wrapper", os.WriteFile(criu, []byte(script), 0o700))
-	env, _, c, imgID := checkpointService(t, criu)
+	env, svc, c, imgID := checkpointService(t, criu)
 	ctx := rpcCtx(t)
 	logDir := t.TempDir()
 	podID, ids := runCounters(t, c, imgID, podConfig("ckpt-late", logDir), nil, "one", "two")
@@ -261,4 +262,65 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod on time", err)
 	counting()
+
+	// A restore whose criu never answers: killed 10 s past the
+	// StartContainer's deadline; the container exits with the reason,
+	// nothing of it runs, and the pod restores again once criu works.
+	rpc := podConfig("restore-late", t.TempDir())
+	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: rpc})
+	must(t, "RunPodSandbox", err)
+	restored := func(name string) string {
+		t.Helper()
+		cfg := containerConfig(name, archive)
+		cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId, Config: cfg, SandboxConfig: rpc})
+		must(t, "CreateContainer "+name+" from the checkpoint", err)
+		return cc.ContainerId
+	}
+	late := restored("late")
+	os.Remove(hungPID)
+	must(t, "hang criu", os.WriteFile(hang, nil, 0o600))
+	t0 = time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	_, err = c.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: late})
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("StartContainer restoring with a hung criu: %v, want DeadlineExceeded", err)
+	}
+	waitUntil(t, 40*time.Second, "the hung restore's criu to be killed", func() bool {
+		b, err := os.ReadFile(hungPID)
+		if err != nil {
+			return false
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0 && syscall.Kill(pid, 0) != nil
+	})
+	t.Logf("the hung restore's criu was killed %v after the call began", time.Since(t0))
+	var st *runtimeapi.ContainerStatus
+	waitUntil(t, 30*time.Second, "the late restore to end", func() bool {
+		r, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: late})
+		st = r.GetStatus()
+		return err == nil && st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
+	})
+	if st.ExitCode == 0 || !strings.Contains(st.Message, "killed") {
+		t.Errorf("the killed restore's container: exit code %d, message %q; want a failure, killed", st.ExitCode, st.Message)
+	}
+	appCgroups := func(name string) []string {
+		cgs, _ := filepath.Glob("/sys/fs/cgroup/*" + svc.cgroupParent() + "/*/" + name + "-*")
+		return cgs
+	}
+	if left := appCgroups("late"); len(left) > 0 {
+		t.Errorf("the killed restore left cgroups %v", left)
+	}
+	must(t, "unhang criu", os.Remove(hang))
+	ontime := restored("ontime")
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ontime})
+	must(t, "StartContainer restoring after the killed restore", err)
+	r, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ontime})
+	must(t, "ContainerStatus", err)
+	if r.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("the restore after the killed one: %v, want RUNNING", r.Status.State)
+	}
+	if len(appCgroups("ontime")) == 0 {
+		t.Errorf("no cgroup found for the running restored container: the check for the killed one's looks in the wrong place")
+	}
 }

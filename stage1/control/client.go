@@ -166,9 +166,14 @@ func (c *Client) call(ctx context.Context, req *Request) (*Response, error) {
 }
 
 // StartApp starts the app: reads its entry in the pod manifest and its config.json, creates its
-// container and runs it. It returns once the app's process runs.
+// container and runs it. It returns once the app's process runs. The
+// context's deadline bounds the restore of a checkpointed app.
 func (c *Client) StartApp(ctx context.Context, name string) error {
-	_, err := c.call(ctx, &Request{Op: OpStart, App: name})
+	req := &Request{Op: OpStart, App: name}
+	if d, ok := ctx.Deadline(); ok {
+		req.Deadline = d
+	}
+	_, err := c.call(ctx, req)
 	return err
 }
 

@@ -166,6 +166,8 @@ func TestClientErrorsAndStatus(t *testing.T) {
 			reply(conn, Response{Error: "bad timeout"})
 		case req.Op == OpStart && req.App == "slow":
 			time.Sleep(2 * time.Second)
+		case req.Op == OpStart && req.App == "timed" && req.Deadline.IsZero():
+			reply(conn, Response{Error: "no deadline"})
 		default:
 			reply(conn, Response{})
 		}
@@ -196,6 +198,11 @@ func TestClientErrorsAndStatus(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("deadline not honoured: %v", d)
+	}
+	tctx, cancel = context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.StartApp(tctx, "timed"); err != nil {
+		t.Errorf("start with a deadline: %v", err) // the supervisor bounds a restore by it
 	}
 	if _, err := Dial(t.TempDir()); !errors.Is(err, ErrNoSupervisor) {
 		t.Errorf("dial without supervisor: %v", err)

@@ -57,6 +57,9 @@ type Request struct {
 	Attach     *AttachSpec           `json:"attach,omitempty"`
 	Manifest   *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
 	Checkpoint *CheckpointSpec       `json:"checkpoint,omitempty"`
+	// Deadline is a start's: the caller's; a restore's criu still running
+	// well past it is killed and the start fails.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // CheckpointSpec is what a checkpoint request dumps, and where.
