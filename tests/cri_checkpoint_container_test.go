@@ -238,14 +238,15 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("CheckpointPod with a hung criu: %v, want DeadlineExceeded", err)
 	}
-	waitUntil(t, 40*time.Second, "the hung criu to be killed", func() bool {
+	hungKilled := func() bool {
 		b, err := os.ReadFile(hungPID)
 		if err != nil {
 			return false
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		return pid > 0 && syscall.Kill(pid, 0) != nil
-	})
+	}
+	waitUntil(t, 40*time.Second, "the hung criu to be killed", hungKilled)
 	t.Logf("the hung criu was killed %v after the call began", time.Since(t0))
 	counting()
 	waitUntil(t, 30*time.Second, "the service to remove the killed dump's files", empty)
@@ -286,14 +287,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("StartContainer restoring with a hung criu: %v, want DeadlineExceeded", err)
 	}
-	waitUntil(t, 40*time.Second, "the hung restore's criu to be killed", func() bool {
-		b, err := os.ReadFile(hungPID)
-		if err != nil {
-			return false
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return pid > 0 && syscall.Kill(pid, 0) != nil
-	})
+	waitUntil(t, 40*time.Second, "the hung restore's criu to be killed", hungKilled)
 	t.Logf("the hung restore's criu was killed %v after the call began", time.Since(t0))
 	var st *runtimeapi.ContainerStatus
 	waitUntil(t, 30*time.Second, "the late restore to end", func() bool {
