@@ -3,14 +3,11 @@ package networking
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/invoke"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/version"
 )
 
 // goneMarks are the phrases of plugin errors saying that what a DEL
@@ -48,15 +45,14 @@ func alreadyGone(err error) bool {
 // fail instead: bridge when its NAT chain was flushed). The plugins after
 // it still run; the caller sweeps what the failed one may have left.
 type delExec struct {
-	invoke.RawExec
-	version.PluginDecoder
+	boundedExec
 
 	mu   sync.Mutex
 	gone []error
 }
 
 func (e *delExec) ExecPlugin(ctx context.Context, pluginPath string, stdin []byte, environ []string) ([]byte, error) {
-	out, err := e.RawExec.ExecPlugin(ctx, pluginPath, stdin, environ)
+	out, err := e.boundedExec.ExecPlugin(ctx, pluginPath, stdin, environ)
 	if err != nil && ctx.Err() == nil && isDel(environ) && alreadyGone(err) {
 		e.mu.Lock()
 		e.gone = append(e.gone, err)
@@ -84,6 +80,6 @@ func isDel(environ []string) bool {
 
 // newDelCNI is newCNI for DELs, with the delExec it runs plugins with.
 func newDelCNI(cfg Config) (*libcni.CNIConfig, *delExec) {
-	e := &delExec{RawExec: invoke.RawExec{Stderr: os.Stderr}}
+	e := &delExec{boundedExec: newBoundedExec()}
 	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cfg.cacheDir(), e), e
 }

@@ -93,3 +93,47 @@ esac; exit 0`, broken))
 		t.Fatalf("after retried Teardown: %v", left)
 	}
 }
+
+// TestTeardownHungPlugin: a DEL that never ends is killed after
+// pluginTimeout, also for a caller without a deadline (the service's
+// repair, rkt gc); the pod's network is kept, and a Teardown once the
+// plugin works again finishes the job.
+func TestTeardownHungPlugin(t *testing.T) {
+	requireRoot(t)
+	defer func(d time.Duration) { pluginTimeout = d }(pluginTimeout)
+	pluginTimeout = 3 * time.Second
+	cfg := testConfig(t)
+	hung := filepath.Join(t.TempDir(), "hung")
+	writeScriptNetwork(t, &cfg, fmt.Sprintf(`case "$CNI_COMMAND" in `+versionCase+`
+ADD) echo '{"cniVersion":"1.0.0"}' ;;
+DEL) [ -e %q ] && exec sleep 600 ;;
+esac; exit 0`, hung))
+	pn := newPod(t, cfg, "scripted")
+	ctx := context.Background()
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if err := os.WriteFile(hung, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := Teardown(ctx, cfg, pn.Dir)
+	if err == nil || !strings.Contains(err.Error(), "was killed after 3s") {
+		t.Fatalf("Teardown with a hung DEL: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("Teardown with a hung DEL took %v, the plugin's bound is %v", d, pluginTimeout)
+	}
+	if l, err := Load(pn.Dir); err != nil || !isNetNS(l.NetNS) {
+		t.Fatalf("state not kept for retry: %v", err)
+	}
+	if err := os.Remove(hung); err != nil {
+		t.Fatal(err)
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown once the plugin works: %v", err)
+	}
+	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+		t.Fatalf("after the second Teardown: %v", left)
+	}
+}

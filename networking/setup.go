@@ -242,7 +242,8 @@ func addAll(ctx context.Context, cfg Config, pn PodNet, res *Result) error {
 }
 
 func newCNI(cfg Config) *libcni.CNIConfig {
-	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cfg.cacheDir(), nil)
+	e := newBoundedExec()
+	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cfg.cacheDir(), &e)
 }
 
 func runtimeConf(uuid, netns string, n *NetworkResult) *libcni.RuntimeConf {
