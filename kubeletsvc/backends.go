@@ -38,7 +38,7 @@ type podRuntime interface {
 	CheckpointPod(ctx context.Context, uuid string, opts stage0.CheckpointOptions) error
 	CheckpointApp(ctx context.Context, uuid, app string, a stage0.ContainerArchive) error
 	OpenContainerArchive(uuid, archive string) (*stage0.ContainerCheckpoint, error)
-	Criu() (path, version string, err error)
+	Criu(ctx context.Context) (path, version string, err error)
 
 	// I/O
 	Exec(ctx context.Context, uuid string, opts stage0.ExecOptions) (int, error)

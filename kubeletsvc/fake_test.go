@@ -426,7 +426,7 @@ func (f *fakeRuntime) OpenContainerArchive(uuid, archive string) (*stage0.Contai
 	return stage0.ReadContainerCheckpoint(dir)
 }
 
-func (f *fakeRuntime) Criu() (string, string, error) {
+func (f *fakeRuntime) Criu(context.Context) (string, string, error) {
 	return "/usr/sbin/criu", "4.1.1", f.criuErr
 }
 

@@ -77,7 +77,7 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 	if len(srcs) != len(byName) {
 		return nil, invalidf("the request has %d containers, checkpoint %q %d: names must match", len(byName), path, len(srcs))
 	}
-	if _, _, err := c.rt.Criu(); err != nil {
+	if _, _, err := c.rt.Criu(ctx); err != nil {
 		return nil, err
 	}
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: r.GetConfig(), RuntimeHandler: r.GetRuntimeHandler()})

@@ -82,7 +82,7 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 		return "", err
 	}
 	if opts.RestoreFrom != nil {
-		if err := r.prepareRestore(p, name, opts.RestoreFrom); err != nil {
+		if err := r.prepareRestore(ctx, p, name, opts.RestoreFrom); err != nil {
 			r.removeAppDir(p, name)
 			return "", err
 		}

@@ -136,7 +136,7 @@ func (r *Runtime) CheckpointPod(ctx context.Context, uuid string, opts Checkpoin
 	if len(slices.Compact(slices.Sorted(slices.Values(opts.Apps)))) != len(opts.Apps) {
 		return fmt.Errorf("checkpoint names an app twice: %w", ErrInvalid)
 	}
-	criu, criuVer, err := r.Criu()
+	criu, criuVer, err := r.Criu(ctx)
 	if err != nil {
 		return err
 	}
@@ -254,10 +254,15 @@ func emptyDir(dir string) {
 
 var criuVersionRE = regexp.MustCompile(`(?m)^Version: (\d+)\.(\d+)(?:\.(\d+))?`)
 
+// criuVersionTimeout bounds `criu --version`, which answers at once: a
+// criu that hangs fails the call instead of holding it.
+const criuVersionTimeout = 10 * time.Second
+
 // Criu returns the absolute path and the version of the criu binary that
 // checkpoints use (Config.Criu, or criu from PATH), or an error wrapping
-// ErrCheckpointUnsupported when it is missing or older than MinCriuVersion.
-func (r *Runtime) Criu() (string, string, error) {
+// ErrCheckpointUnsupported when it is missing, older than MinCriuVersion,
+// or does not tell its version within criuVersionTimeout.
+func (r *Runtime) Criu(ctx context.Context) (string, string, error) {
 	name := r.cfg.Criu
 	if name == "" {
 		name = "criu"
@@ -269,7 +274,11 @@ func (r *Runtime) Criu() (string, string, error) {
 	if p, err = filepath.Abs(p); err != nil {
 		return "", "", fmt.Errorf("%w: %w", ErrCheckpointUnsupported, err)
 	}
-	out, err := exec.Command(p, "--version").CombinedOutput()
+	vctx, cancel := context.WithTimeout(ctx, criuVersionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(vctx, p, "--version")
+	cmd.WaitDelay = time.Second // a child it left holds the output pipe
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %s --version: %w: %.200s", ErrCheckpointUnsupported, p, err, out)
 	}

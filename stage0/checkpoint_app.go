@@ -56,7 +56,7 @@ func (r *Runtime) CheckpointApp(ctx context.Context, uuid, app string, a Contain
 	if err := checkArchivePath(archive); err != nil {
 		return err
 	}
-	criu, criuVer, err := r.Criu()
+	criu, criuVer, err := r.Criu(ctx)
 	if err != nil {
 		return err
 	}

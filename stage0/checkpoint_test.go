@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestCheckCheckpointDir(t *testing.T) {
@@ -54,16 +55,28 @@ func TestCriuVersion(t *testing.T) {
 		{fake("exact", "Version: 3.15"), "3.15.0"},
 	} {
 		r := &Runtime{cfg: Config{Criu: tc.criu}}
-		p, v, err := r.Criu()
+		p, v, err := r.Criu(context.Background())
 		if err != nil || p != tc.criu || v != tc.want {
 			t.Errorf("Criu() with %s = %q, %q, %v; want version %s", tc.criu, p, v, err, tc.want)
 		}
 	}
 	for _, criu := range []string{fake("old", "Version: 3.14.2"), fake("mute", "criu"), filepath.Join(d, "missing")} {
 		r := &Runtime{cfg: Config{Criu: criu}}
-		if _, _, err := r.Criu(); !errors.Is(err, ErrCheckpointUnsupported) {
+		if _, _, err := r.Criu(context.Background()); !errors.Is(err, ErrCheckpointUnsupported) {
 			t.Errorf("Criu() with %s: %v, want ErrCheckpointUnsupported", criu, err)
 		}
+	}
+	// a criu that never answers fails at the caller's deadline
+	hung := filepath.Join(d, "hung")
+	if err := os.WriteFile(hung, []byte("#!/bin/sh\nexec sleep 600\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	start := time.Now()
+	_, _, err := (&Runtime{cfg: Config{Criu: hung}}).Criu(ctx)
+	cancel()
+	if !errors.Is(err, ErrCheckpointUnsupported) || time.Since(start) > 5*time.Second {
+		t.Errorf("Criu() with a hung criu: %v after %v, want ErrCheckpointUnsupported at the deadline", err, time.Since(start))
 	}
 	r := &Runtime{cfg: Config{Criu: fake("old2", "Version: 3.14")}}
 	if err := r.CheckpointPod(context.Background(), "x", CheckpointOptions{Dir: d + "/nope", Apps: []string{"a"}}); !errors.Is(err, ErrInvalid) {

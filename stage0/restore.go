@@ -1,6 +1,7 @@
 package stage0
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,8 +76,8 @@ func inTree(dir, p string) bool {
 // CheckpointManifest.Files): its writable layer, extracted through its
 // mounted rootfs, and its CRIU images, copied to AppDir.Restore for stage1
 // to restore at the app's start with the criu linked in PodDir.CriuBin.
-func (r *Runtime) prepareRestore(p *pod, name string, from *CheckpointFiles) error {
-	criu, _, err := r.Criu()
+func (r *Runtime) prepareRestore(ctx context.Context, p *pod, name string, from *CheckpointFiles) error {
+	criu, _, err := r.Criu(ctx)
 	if err != nil {
 		return err
 	}
