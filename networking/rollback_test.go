@@ -113,7 +113,7 @@ esac; exit 0`, hung))
 	if _, err := Setup(ctx, cfg, pn); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if err := os.WriteFile(hung, nil, 0o644); err != nil {
+	if err := os.WriteFile(hung, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

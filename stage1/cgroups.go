@@ -73,9 +73,18 @@ func podCgroupManager(cgPath string) (cgroups.Manager, error) {
 // killCgroup SIGKILLs every process in the cgroup tree of mgr until none
 // is left or the deadline passes.
 func killCgroup(mgr cgroups.Manager, timeout time.Duration) error {
+	if err := killAll(func() ([]int, error) { return cgroupPids(mgr) }, timeout); err != nil {
+		return fmt.Errorf("cannot empty cgroup %q: %w", mgr.Path(""), err)
+	}
+	return nil
+}
+
+// killAll SIGKILLs every process pids lists (but this one) until none is
+// left or the deadline passes.
+func killAll(pids func() ([]int, error), timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		pids, err := cgroupPids(mgr)
+		pids, err := pids()
 		if err != nil {
 			return err
 		}
@@ -83,7 +92,7 @@ func killCgroup(mgr cgroups.Manager, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v still alive in the pod cgroup", pids)
+			return fmt.Errorf("processes %v outlive SIGKILL", pids)
 		}
 		for _, pid := range pids {
 			if pid != os.Getpid() {

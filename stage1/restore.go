@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
-	"golang.org/x/sys/unix"
 )
 
 // restore creates the app's container and restores into it the process
@@ -52,7 +51,9 @@ func (a *app) restore(images string, deadline time.Time) (*prestarted, error) {
 			// the tasks it made are in the container's cgroup; the
 			// container's destruction (newContainer) does not kill
 			// them in a private PID namespace
-			killContainer(ctr)
+			if err := killAll(ctr.Processes, 5*time.Second); err != nil {
+				slog.Warn("cannot kill what a killed restore left", "app", a.name, "error", err)
+			}
 			return fmt.Errorf("criu (pid %v) was killed %v past the start's deadline, restoring app %q (%w)", killed, lateCriuGrace, a.name, syscall.ETIMEDOUT)
 		}
 		if err != nil {
@@ -87,20 +88,4 @@ func (a *app) restore(images string, deadline time.Time) (*prestarted, error) {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return !errors.Is(err, os.ErrNotExist)
-}
-
-// killContainer SIGKILLs every process in the container's cgroup until
-// none is left (for up to 5 s).
-func killContainer(ctr *libcontainer.Container) {
-	for range 250 {
-		pids, err := ctr.Processes()
-		if err != nil || len(pids) == 0 {
-			return
-		}
-		for _, pid := range pids {
-			unix.Kill(pid, unix.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	slog.Warn("processes outlive SIGKILL in an app's cgroup", "app", ctr.ID())
 }
