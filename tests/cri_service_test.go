@@ -27,6 +27,7 @@ type criService struct {
 	CNIConfDir string
 	LogPath    string
 	extraArgs  []string
+	unified    bool   // run in a mount namespace where /sys/fs/cgroup is cgroup2
 	rktBin     string // "": testutil.RKTBin
 	stage1Bin  string // "": testutil.Stage1Bin
 	cmd        *exec.Cmd
@@ -53,7 +54,20 @@ func startCRIService(t testing.TB, env *testutil.Env, extraArgs ...string) *criS
 // given ("": the tests').
 func startCRIServiceOf(t testing.TB, env *testutil.Env, rktBin, stage1Bin string, extraArgs ...string) *criService {
 	t.Helper()
+	return launchCRIService(t, env, false, rktBin, stage1Bin, extraArgs...)
+}
+
+// startCRIServiceUnified is startCRIService in a mount namespace where
+// /sys/fs/cgroup is the cgroup2 hierarchy, as on a pure cgroup v2 host.
+func startCRIServiceUnified(t testing.TB, env *testutil.Env, extraArgs ...string) *criService {
+	t.Helper()
+	return launchCRIService(t, env, true, "", "", extraArgs...)
+}
+
+func launchCRIService(t testing.TB, env *testutil.Env, unified bool, rktBin, stage1Bin string, extraArgs ...string) *criService {
+	t.Helper()
 	s := &criService{
+		unified:    unified,
 		rktBin:     rktBin,
 		stage1Bin:  stage1Bin,
 		t:          t,
@@ -102,6 +116,17 @@ func (s *criService) start() {
 	cmd := s.env.Command(context.Background(), args...)
 	if s.rktBin != "" {
 		cmd.Path, cmd.Args[0] = s.rktBin, s.rktBin
+	}
+	if s.unified {
+		// unshare(1) makes the new namespace's mounts private and execs
+		// the shell, which execs rkt: cmd's pid stays the service's
+		cmd.Args = append([]string{"unshare", "--mount", "--", "sh", "-c",
+			`mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
+		unshare, err := exec.LookPath("unshare")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Path = unshare
 	}
 	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
