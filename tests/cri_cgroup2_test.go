@@ -22,8 +22,8 @@ const hostCgroup2 = "/sys/fs/cgroup/unified"
 // namespace with cgroup2 mounted over the v1 tree; the host's v1
 // hierarchies keep the other controllers, so only hugetlb can be limited):
 // the pod and its container get cgroup2 cgroups with their hugepage
-// limits, exec runs in the container's cgroup, stats come from it, and
-// stopping and removing leave nothing in the hierarchy.
+// limits, an update changes them, exec runs in the container's cgroup,
+// stats come from it, and stopping and removing leave nothing in the hierarchy.
 func TestCRICgroup2Unified(t *testing.T) {
 	requireRoot(t)
 	if b, err := os.ReadFile(filepath.Join(hostCgroup2, "cgroup.controllers")); err != nil || !strings.Contains(string(b), "hugetlb") {
@@ -80,6 +80,14 @@ func TestCRICgroup2Unified(t *testing.T) {
 	}
 	if got := readCgroupFile(t, podCg, "hugetlb.2MB.max"); got != strconv.Itoa(8*mib) {
 		t.Errorf("pod hugetlb.2MB.max = %q, want %d", got, 8*mib)
+	}
+
+	// an update reaches the container's cgroup2 files
+	_, err = c.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: ctr,
+		Linux: &runtimeapi.LinuxContainerResources{HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 6 * mib}}}})
+	must(t, "UpdateContainerResources", err)
+	if got := readCgroupFile(t, ctrCg, "hugetlb.2MB.max"); got != strconv.Itoa(6*mib) {
+		t.Errorf("container hugetlb.2MB.max after the update = %q, want %d", got, 6*mib)
 	}
 
 	// stats come from the container's cgroup2 files
