@@ -222,8 +222,10 @@ func execLean(st *resumeState, fds []int, stopFd int) error {
 	if err != nil {
 		return fmt.Errorf("cannot create the state file: %w", err)
 	}
-	defer unix.Close(mfd)
+	// mf owns mfd: closing it also by number would close it twice (mf's
+	// finalizer), the second time whatever took the number meanwhile
 	mf := os.NewFile(uintptr(mfd), "stage1-state")
+	defer mf.Close()
 	if _, err := mf.Write(b); err != nil {
 		return fmt.Errorf("cannot write the state file: %w", err)
 	}
