@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/stage1/control"
 )
@@ -64,6 +66,9 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 			cancel()
 		}
 		if err != nil && ctx.Err() != nil {
+			if pidfd >= 0 {
+				unix.Close(pidfd)
+			}
 			return fmt.Errorf("cannot stop pod %s: %w", p.uuid, err)
 		}
 		if err != nil {
