@@ -67,6 +67,11 @@ func resume(s *spawner, stateFd int, stop syscall.Signal) error {
 	if sv.manifest, err = readManifest(st.PodDir); err != nil {
 		slog.Warn("resuming without the pod manifest", "error", err)
 	}
+	// Reaped from now on: a shutdown waits for the apps' exits.
+	for _, a := range running {
+		a.aio.startPumps()
+		go a.wait()
+	}
 	lf := adoptFile(st.Listener, "stage1.sock")
 	l, err := net.FileListener(lf)
 	lf.Close()
@@ -76,10 +81,6 @@ func resume(s *spawner, stateFd int, stop syscall.Signal) error {
 		return fmt.Errorf("cannot take over the control socket: %w", err)
 	}
 	sv.listener = l.(*net.UnixListener)
-	for _, a := range running {
-		a.aio.startPumps()
-		go a.wait()
-	}
 	sv.handleSignals()
 	if stop != 0 {
 		sv.stopOnSignal(stop)
