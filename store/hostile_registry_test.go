@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -255,4 +256,61 @@ func TestFetchCorruptTarRefused(t *testing.T) {
 		t.Errorf("error does not say tar: %v", err)
 	}
 	assertNothingStored(t, s)
+}
+
+// TestFetchUnknownBlobSizeRefused: a manifest may not give a config or a
+// layer the size -1, which go-containerregistry takes as "unknown" and
+// then reads the blob without a bound: a registry that streams a blob
+// forever (no Content-Length) would fill memory (config) or the disk
+// (layer) before the digest check at its end.
+func TestFetchUnknownBlobSizeRefused(t *testing.T) {
+	img := testImage(t, "A=1", []entry{{name: "a", body: "a"}})
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"config", "layer"} {
+		t.Run(what, func(t *testing.T) {
+			reg := startRegistry(t)
+			reg.push(t, "unsized/app:1", img)
+			lie := m.DeepCopy()
+			blob := lie.Config.Digest.String()
+			if what == "config" {
+				lie.Config.Size = -1
+			} else {
+				lie.Layers[0].Size = -1
+				blob = lie.Layers[0].Digest.String()
+			}
+			raw, err := json.Marshal(lie)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var served atomic.Int64
+			setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
+				switch {
+				case strings.Contains(req.URL.Path, "/manifests/"):
+					w.Header().Set("Content-Type", string(lie.MediaType))
+					w.Header().Set("Docker-Content-Digest", digestOf(raw))
+					w.Write(raw)
+					return true
+				case strings.HasSuffix(req.URL.Path, "/blobs/"+blob) && req.Method == http.MethodGet:
+					chunk := make([]byte, 64<<10)
+					for served.Load() < 32<<20 { // "forever", cut at 32 MiB
+						if _, err := w.Write(chunk); err != nil {
+							return true
+						}
+						served.Add(int64(len(chunk)))
+					}
+					return true
+				}
+				return false
+			})
+			s := newStore(t)
+			fetchFails(t, s, reg.host+"/unsized/app:1", ErrContentMismatch, FetchOptions{})
+			if n := served.Load(); n > maxManifestSize {
+				t.Errorf("registry streamed %d bytes of a %s of unknown size", n, what)
+			}
+			assertNothingStored(t, s)
+		})
+	}
 }

@@ -29,6 +29,11 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	if err != nil {
 		return nil, fmt.Errorf("cannot get image media type: %w", err)
 	}
+	// A size of -1 is go-containerregistry's "unknown": it would read the
+	// blob without a bound.
+	if m.Config.Size < 0 {
+		return nil, fmt.Errorf("image config %s has size %d: %w", m.Config.Digest, m.Config.Size, ErrContentMismatch)
+	}
 	if m.Config.Size > maxManifestSize {
 		return nil, fmt.Errorf("image config %s has %d bytes: %w: configs are limited to %d bytes", m.Config.Digest, m.Config.Size, ErrTooLarge, maxManifestSize)
 	}
@@ -57,6 +62,9 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	for i, l := range m.Layers {
 		if _, err := digestHex(l.Digest.String()); err != nil {
 			return nil, fmt.Errorf("image %s layer %d: %w", id, i, err)
+		}
+		if l.Size < 0 {
+			return nil, fmt.Errorf("image %s layer %s has size %d: %w", id, l.Digest, l.Size, ErrContentMismatch)
 		}
 		layers[i] = Layer{Digest: l.Digest.String(), DiffID: diffIDs[i], ChainID: chains[i], MediaType: string(l.MediaType), Size: l.Size}
 		size += l.Size
