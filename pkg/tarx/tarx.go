@@ -104,7 +104,15 @@ func Extract(r io.Reader, dest string, opts Options) error {
 	}
 	// Directory times last (creating entries changed them), deepest first.
 	for i := len(x.dirs) - 1; i >= 0; i-- {
-		if err := setTimes(x.dirPaths[i], x.dirs[i]); err != nil {
+		p, err := x.reresolve(x.dirPaths[i])
+		if err != nil {
+			return fmt.Errorf("cannot set times of %q: %w", x.dirs[i].Name, err)
+		}
+		err = setTimes(p, x.dirs[i])
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue // a later entry replaced it: no directory to set
+		}
+		if err != nil {
 			return fmt.Errorf("cannot set times of %q: %w", x.dirs[i].Name, err)
 		}
 	}
@@ -120,6 +128,22 @@ func cleanName(name string) (string, error) {
 		return "", fmt.Errorf("%w: %q leaves the destination", ErrUnsafePath, name)
 	}
 	return strings.TrimPrefix(n, "/"), nil
+}
+
+// reresolve returns p, a path in the root, with its directory resolved
+// again inside the root: a later entry may have made a directory on the
+// way a symlink (to "/" or anywhere).
+func (x *extractor) reresolve(p string) (string, error) {
+	rel, err := filepath.Rel(x.root, p)
+	if err != nil {
+		return "", err
+	}
+	dir, base := filepath.Split(rel)
+	parent, err := securejoin.SecureJoin(x.root, dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(parent, base), nil
 }
 
 // resolveDir resolves a directory name inside the root through symlinks

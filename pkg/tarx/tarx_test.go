@@ -368,3 +368,31 @@ func TestValidateRefusesLinkEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestDirTimesStayInside: directory times are set at the end of the
+// stream, when a later entry may have replaced a directory on the way with
+// a symlink: the times must not land on the directory it points to.
+func TestDirTimesStayInside(t *testing.T) {
+	dest, outside := sandbox(t)
+	if err := os.Mkdir(filepath.Join(outside, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Lstat(filepath.Join(outside, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball := mkTar(t,
+		ent{name: "a/", typ: tar.TypeDir, mode: 0o755},
+		ent{name: "a/d/", typ: tar.TypeDir, mode: 0o755},
+		ent{name: "a", typ: tar.TypeSymlink, link: outside})
+	if err := Extract(bytes.NewReader(tarball), dest, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Lstat(filepath.Join(outside, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("outside/d's mtime changed from %v to %v", before.ModTime(), after.ModTime())
+	}
+}
