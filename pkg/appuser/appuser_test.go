@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestLookup(t *testing.T) {
@@ -60,6 +63,57 @@ func TestLookup(t *testing.T) {
 		if u.Uid != tc.uid || u.Gid != tc.gid || u.Home != tc.home || !slices.Equal(u.Sgids, tc.sgids) {
 			t.Errorf("Lookup(%q, %q) = uid %d gid %d home %q sgids %v, want %d %d %q %v",
 				tc.rootfs, tc.spec, u.Uid, u.Gid, u.Home, u.Sgids, tc.uid, tc.gid, tc.home, tc.sgids)
+		}
+	}
+}
+
+// TestLookupNotRegular: an image's /etc/passwd or /etc/group that is a
+// FIFO or a device (an image may hold both) is refused, not read: opening
+// a FIFO blocked the create or exec forever, /dev/zero or /dev/urandom
+// would be read without end.
+func TestLookupNotRegular(t *testing.T) {
+	for _, name := range []string{"passwd", "group"} {
+		for _, kind := range []string{"fifo", "dir", "device"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				root := t.TempDir()
+				etc := filepath.Join(root, "etc")
+				if err := os.MkdirAll(etc, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(etc, name)
+				var err error
+				switch kind {
+				case "fifo":
+					err = unix.Mkfifo(p, 0o644)
+				case "dir":
+					err = os.Mkdir(p, 0o755)
+				case "device": // the host's /dev/null
+					if os.Geteuid() != 0 {
+						t.Skip("mknod needs root")
+					}
+					err = unix.Mknod(p, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() {
+					_, err := Lookup(root, "1:1")
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil {
+						t.Errorf("Lookup with a %s as /etc/%s succeeded", kind, name)
+					}
+				case <-time.After(5 * time.Second):
+					t.Errorf("Lookup with a %s as /etc/%s blocks", kind, name)
+					if w, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil { // unblock it
+						w.Close()
+					}
+					<-done
+				}
+			})
 		}
 	}
 }
