@@ -314,3 +314,36 @@ func TestFetchUnknownBlobSizeRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchRedirectedManifestTooLarge: the manifest cap holds for a
+// manifest request the registry redirects to a path that is not
+// /v2/<name>/manifests/<ref> (a CDN, or anything it likes).
+func TestFetchRedirectedManifestTooLarge(t *testing.T) {
+	reg := startRegistry(t)
+	var served atomic.Int64
+	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
+		switch {
+		case strings.Contains(req.URL.Path, "/manifests/"):
+			http.Redirect(w, req, "/cdn/manifest", http.StatusTemporaryRedirect)
+			return true
+		case req.URL.Path == "/cdn/manifest":
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			chunk := []byte(strings.Repeat(" ", 64<<10))
+			for served.Load() < 64<<20 {
+				if _, err := w.Write(chunk); err != nil {
+					return true
+				}
+				served.Add(int64(len(chunk)))
+			}
+			return true
+		}
+		return false
+	})
+	s := newStore(t)
+	fetchFails(t, s, reg.host+"/redirected/app:1", ErrTooLarge, FetchOptions{})
+	// Socket buffers take some MiB beyond what the client read.
+	if n := served.Load(); n > 24<<20 {
+		t.Errorf("registry served %d bytes of a manifest", n)
+	}
+	assertNothingStored(t, s)
+}

@@ -67,7 +67,8 @@ func (l *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s %s: %w (%d)", req.Method, req.URL.Path, ErrTooManyRedirects, maxRedirects)
 	}
 	resp, err := l.next.RoundTrip(req)
-	if err != nil || !isManifestPath(req.URL.Path) || req.Method != http.MethodGet {
+	// A manifest request the registry redirected elsewhere is still one.
+	if err != nil || !isManifestPath(firstRequest(req).URL.Path) || req.Method != http.MethodGet {
 		return resp, err
 	}
 	if resp.ContentLength > maxManifestSize {
@@ -86,6 +87,14 @@ func redirectsBefore(req *http.Request) int {
 		n++
 	}
 	return n
+}
+
+// firstRequest returns the request whose redirects led to req, or req.
+func firstRequest(req *http.Request) *http.Request {
+	for req.Response != nil && req.Response.Request != nil {
+		req = req.Response.Request
+	}
+	return req
 }
 
 // isManifestPath reports whether p is /v2/<name>/manifests/<reference>.
