@@ -10,6 +10,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// maxZstdWindow bounds the window a zstd layer may declare, which its
+// decoder fills (512 MiB by default: a 67 KB layer took 527 MiB): the
+// reference decoder's default limit (windowLog 27), above which zstd
+// itself asks for --long or --memory.
+const maxZstdWindow = 128 << 20
+
 var (
 	gzipMagic = []byte{0x1f, 0x8b}
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
@@ -31,7 +37,7 @@ func Decompress(r io.Reader) (io.ReadCloser, error) {
 		}
 		return &wrapErr{r: zr, close: zr.Close, what: "gzip"}, nil
 	case bytes.HasPrefix(head, zstdMagic):
-		zr, err := zstd.NewReader(br)
+		zr, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
 			return nil, fmt.Errorf("corrupt zstd stream: %w", err)
 		}

@@ -396,3 +396,36 @@ func TestDirTimesStayInside(t *testing.T) {
 		t.Errorf("outside/d's mtime changed from %v to %v", before.ModTime(), after.ModTime())
 	}
 }
+
+// zstdFrame is a zstd frame of an empty tar (1024 zero bytes, one RLE
+// block) whose header declares a window of 2^windowLog bytes.
+func zstdFrame(windowLog byte) []byte {
+	return []byte{0x28, 0xb5, 0x2f, 0xfd, // magic
+		0x00,                   // no single segment, no content size, no checksum
+		(windowLog - 10) << 3,  // window descriptor: exponent, mantissa 0
+		0x03, 0x20, 0x00, 0x00} // last block, RLE, 1024 bytes of 0x00
+}
+
+// TestZstdWindowBounded: a zstd layer declares its window, which the
+// decoder fills before it reuses it: a 67 KB layer of zeros with a 512 MiB
+// window took 527 MiB to decode, per layer decoded at once. Windows
+// larger than the reference decoder's default limit (128 MiB, zstd
+// --long=27; plain zstd -19 uses 8 MiB) are refused.
+func TestZstdWindowBounded(t *testing.T) {
+	for _, tc := range []struct {
+		windowLog byte
+		ok        bool
+	}{{23, true}, {27, true}, {28, false}, {29, false}} {
+		r, err := Decompress(bytes.NewReader(zstdFrame(tc.windowLog)))
+		if err == nil {
+			err = Validate(r)
+			r.Close()
+		}
+		if tc.ok && err != nil {
+			t.Errorf("window 2^%d refused: %v", tc.windowLog, err)
+		}
+		if !tc.ok && err == nil {
+			t.Errorf("window 2^%d accepted", tc.windowLog)
+		}
+	}
+}
