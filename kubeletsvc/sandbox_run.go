@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -91,6 +92,12 @@ func (c *criService) checkRuntimeHandler(h string) error {
 // maxHostname is the kernel's limit (HOST_NAME_MAX).
 const maxHostname = 64
 
+// badHostnameRune: a hostname is one word of one line (it is written to
+// the pod's /etc/hosts and /etc/hostname) and no path.
+func badHostnameRune(r rune) bool {
+	return r == '/' || unicode.IsSpace(r) || unicode.IsControl(r)
+}
+
 // translateSandbox checks a sandbox config and translates it to stage0's
 // pod options. It is pure: Net is left empty for the pod network (the
 // caller picks it) and NetHost for the node's.
@@ -113,7 +120,7 @@ func translateSandboxOpts(cfg *runtimeapi.PodSandboxConfig, handler string) (sta
 	if err := checkLogDirectory(cfg.GetLogDirectory()); err != nil {
 		return stage0.PodOptions{}, err
 	}
-	if h := cfg.GetHostname(); len(h) > maxHostname || strings.ContainsAny(h, "/\x00") {
+	if h := cfg.GetHostname(); len(h) > maxHostname || strings.ContainsFunc(h, badHostnameRune) {
 		return stage0.PodOptions{}, invalidf("hostname %q is not a host name", h)
 	}
 	linux := cfg.GetLinux()

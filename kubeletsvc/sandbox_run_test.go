@@ -85,6 +85,9 @@ func TestRunPodSandboxRefusedBeforeActing(t *testing.T) {
 		{"unknown handler", sandboxConfig("p"), "kata"},
 		{"relative log directory", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}, LogDirectory: "logs"}, ""},
 		{"hostname with slash", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}, Hostname: "a/b"}, ""},
+		// a newline would add lines to the pod's /etc/hosts and /etc/hostname
+		{"hostname with newline", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}, Hostname: "h\n10.0.0.1 kubernetes.default"}, ""},
+		{"hostname with blank", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"}, Hostname: "a b"}, ""},
 		{"cgroup parent escapes", withLinux(&runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/../x"}), ""},
 		{"unknown sysctl", withLinux(&runtimeapi.LinuxPodSandboxConfig{Sysctls: map[string]string{"kernel.panic": "1"}}), ""},
 		{"net sysctl on the host network", withLinux(&runtimeapi.LinuxPodSandboxConfig{
