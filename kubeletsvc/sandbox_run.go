@@ -182,6 +182,9 @@ func translateSandboxOpts(cfg *runtimeapi.PodSandboxConfig, handler string) (sta
 		if p.GetHostPort() > 65535 || p.GetContainerPort() <= 0 || p.GetContainerPort() > 65535 {
 			return opts, invalidf("port_mappings[%d]: ports %d:%d are not in 1-65535", i, p.GetHostPort(), p.GetContainerPort())
 		}
+		if _, ok := runtimeapi.Protocol_name[int32(p.GetProtocol())]; !ok {
+			return opts, invalidf("port_mappings[%d].protocol: unknown value %d", i, p.GetProtocol())
+		}
 		if ip := p.GetHostIp(); ip != "" && net.ParseIP(ip) == nil {
 			return opts, invalidf("port_mappings[%d].host_ip %q is not an IP address", i, ip)
 		}

@@ -99,6 +99,8 @@ func TestRunPodSandboxRefusedBeforeActing(t *testing.T) {
 			DnsConfig: &runtimeapi.DNSConfig{Servers: []string{"dns.example"}}}, ""},
 		{"port out of range", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"},
 			PortMappings: []*runtimeapi.PortMapping{{HostPort: 70000, ContainerPort: 80}}}, ""},
+		{"unknown port protocol", &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p"},
+			PortMappings: []*runtimeapi.PortMapping{{Protocol: 7, HostPort: 8080, ContainerPort: 80}}}, ""},
 		{"user namespace for a container", withLinux(&runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}}}}), ""},
 	} {
