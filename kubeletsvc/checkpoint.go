@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -82,7 +81,7 @@ func (c *criService) CheckpointContainer(ctx context.Context, r *runtimeapi.Chec
 	}
 	if t := r.GetTimeout(); t > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, seconds(t))
 		defer cancel()
 	}
 	if err := c.rt.CheckpointApp(ctx, ct.sb.ID(), ct.app.App.Name, containerArchive(ct, r.GetLocation())); err != nil {

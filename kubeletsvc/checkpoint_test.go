@@ -1,6 +1,7 @@
 package kubeletsvc
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +91,15 @@ func TestCheckpointContainer(t *testing.T) {
 			if strings.HasPrefix(c, "CheckpointApp") {
 				t.Errorf("%s: stage0 was asked to checkpoint: %s", tc.what, c)
 			}
+		}
+	}
+	// a timeout too long for a time.Duration is no deadline, not one
+	// already past
+	for _, timeout := range []int64{1 << 62, 9223372037, math.MaxInt64} {
+		r := req(a)
+		r.Timeout = timeout
+		if _, err := e.rs.CheckpointContainer(e.ctx, r); err != nil {
+			t.Errorf("CheckpointContainer with timeout %d: %v", timeout, err)
 		}
 	}
 	if _, err := e.rs.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod}); err != nil {

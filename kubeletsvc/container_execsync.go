@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -34,7 +35,7 @@ func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest
 	}
 	if r.GetTimeout() > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.GetTimeout())*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, seconds(r.GetTimeout()))
 		defer cancel()
 	}
 	out := &execOutput{room: maxExecSyncOutput}
@@ -55,6 +56,16 @@ func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest
 		fmt.Fprintf(&stderr.buf, "\n[output truncated: %d bytes dropped]\n", out.dropped)
 	}
 	return &runtimeapi.ExecSyncResponse{Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(), ExitCode: int32(code)}, nil
+}
+
+// seconds turns a CRI timeout in seconds into a duration, the longest one
+// for those past time.Duration's range (which would overflow into an
+// expired or negative timeout).
+func seconds(s int64) time.Duration {
+	if s > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(s) * time.Second
 }
 
 // execOutput is the output budget shared by an exec's two streams.

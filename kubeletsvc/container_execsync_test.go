@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -107,4 +108,19 @@ func TestExecSyncNotRunning(t *testing.T) {
 	wantCode(t, "exec in a created container", err, codes.FailedPrecondition)
 	_, err = e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Cmd: []string{"true"}})
 	wantCode(t, "exec in an unknown container", err, codes.NotFound)
+}
+
+// A timeout too long for a time.Duration is no deadline, not one already
+// past (int64 seconds overflow when turned into nanoseconds).
+func TestExecSyncHugeTimeout(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.startContainer(t, e.runPod(t, "web"), "app")
+	e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {
+		return 0, ctx.Err()
+	}
+	for _, timeout := range []int64{1 << 62, 9223372037, math.MaxInt64} {
+		if _, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"true"}, Timeout: timeout}); err != nil {
+			t.Errorf("ExecSync with timeout %d: %v", timeout, err)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -27,7 +26,7 @@ func (c *criService) StopContainer(ctx context.Context, r *runtimeapi.StopContai
 	if ct.app.State != schema.AppRunning {
 		return &runtimeapi.StopContainerResponse{}, nil
 	}
-	opts := stage0.StopOptions{Timeout: time.Duration(r.GetTimeout()) * time.Second}
+	opts := stage0.StopOptions{Timeout: seconds(r.GetTimeout())}
 	if opts.Timeout <= 0 {
 		opts.Force = true // SIGKILL at once (stage0 reads a zero timeout as its default)
 	}

@@ -1,6 +1,8 @@
 package kubeletsvc
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -46,5 +48,23 @@ func TestStopContainer(t *testing.T) {
 	}
 	if _, err := e.rs.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}); err != nil {
 		t.Errorf("stopping an unknown container: %v", err)
+	}
+}
+
+// A grace period too long for a time.Duration is the longest one, not an
+// immediate SIGKILL (int64 seconds overflow when turned into nanoseconds).
+func TestStopContainerHugeTimeout(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	for i, timeout := range []int64{1 << 62, 9223372037, math.MaxInt64} {
+		name := fmt.Sprintf("c%d", i)
+		id := e.startContainer(t, pod, name)
+		if _, err := e.rs.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("StopApp %s/%s-0 force=false timeout=%v", pod, name, time.Duration(math.MaxInt64))
+		if calls := e.rt.called(); !slices.Contains(calls, want) {
+			t.Errorf("timeout %d: stage0 calls %v lack %q", timeout, calls, want)
+		}
 	}
 }

@@ -400,9 +400,12 @@ func (f *fakeRuntime) CheckpointPod(_ context.Context, uuid string, opts stage0.
 	return nil
 }
 
-func (f *fakeRuntime) CheckpointApp(_ context.Context, uuid, app string, a stage0.ContainerArchive) error {
+func (f *fakeRuntime) CheckpointApp(ctx context.Context, uuid, app string, a stage0.ContainerArchive) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err // stage0 starts no dump past the deadline
+	}
 	if err := f.runningApp(uuid, app); err != nil {
 		return err
 	}
