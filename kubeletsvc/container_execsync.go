@@ -29,6 +29,9 @@ func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest
 	if len(r.GetCmd()) == 0 {
 		return nil, invalidf("no command to exec")
 	}
+	if err := checkStrings("cmd", r.GetCmd()); err != nil {
+		return nil, err
+	}
 	ct, err := c.getContainer(ctx, r.GetContainerId())
 	if err != nil {
 		return nil, err
@@ -93,6 +96,9 @@ func (s *execStream) Write(p []byte) (int, error) {
 
 // Exec returns a streaming URL for an exec in a container.
 func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if err := checkStrings("cmd", r.GetCmd()); err != nil {
+		return nil, err
+	}
 	ct, err := c.getContainer(ctx, r.GetContainerId())
 	if err != nil {
 		return nil, err

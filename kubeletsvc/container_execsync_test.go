@@ -124,3 +124,23 @@ func TestExecSyncHugeTimeout(t *testing.T) {
 		}
 	}
 }
+
+// No exec can carry a NUL byte: a command with one is refused before
+// stage0 is asked.
+func TestExecNULInCommand(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.startContainer(t, e.runPod(t, "web"), "app")
+	ran := false
+	e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {
+		ran = true
+		return 0, nil
+	}
+	cmd := []string{"sh", "-c", "true\x00rm -rf /"}
+	_, err := e.rs.ExecSync(e.ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd})
+	wantCode(t, "ExecSync with a NUL byte", err, codes.InvalidArgument)
+	if ran {
+		t.Error("stage0 ran the command")
+	}
+	_, err = e.rs.Exec(e.ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Stdout: true})
+	wantCode(t, "Exec with a NUL byte", err, codes.InvalidArgument)
+}
