@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCheckCheckpointDir(t *testing.T) {
@@ -140,4 +142,58 @@ func TestContainerCheckpointIn(t *testing.T) {
 	if _, err := ContainerCheckpointIn(dir); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a checkpoint's layout with a bad manifest: %v, want ErrInvalid", err)
 	}
+}
+
+// TestContainerCheckpointInHostileManifest: the checkpoint.json of an
+// image layer (pulled, hostile) is read only if it is a regular file: a
+// symlink must not make the host's files read (/dev/zero would fill the
+// memory), a FIFO must not block the read for good.
+func TestContainerCheckpointInHostileManifest(t *testing.T) {
+	layer := func(t *testing.T) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "spec.dump"), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "checkpoint"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Run("symlink", func(t *testing.T) {
+		dir := layer(t)
+		host := filepath.Join(t.TempDir(), "host-file")
+		if err := os.WriteFile(host, []byte(`{"version": 99}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(host, filepath.Join(dir, CheckpointManifestFile)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ContainerCheckpointIn(dir); !errors.Is(err, ErrInvalid) {
+			t.Errorf("checkpoint.json a symlink out of the layer: %v, want ErrInvalid (the host file was read)", err)
+		}
+	})
+	t.Run("fifo", func(t *testing.T) {
+		dir := layer(t)
+		fifo := filepath.Join(dir, CheckpointManifestFile)
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := ContainerCheckpointIn(dir)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("checkpoint.json a FIFO: %v, want ErrInvalid", err)
+			}
+		case <-time.After(5 * time.Second):
+			// a writer that closes at once ends the read
+			if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+				unix.Close(fd)
+			}
+			t.Fatal("reading a FIFO as checkpoint.json blocked")
+		}
+	})
 }

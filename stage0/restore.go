@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/pkg/tarx"
@@ -22,7 +24,7 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("checkpoint path %q is not absolute: %w", dir, ErrInvalid)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, CheckpointManifestFile))
+	b, err := readRegularFile(filepath.Join(dir, CheckpointManifestFile))
 	if err != nil {
 		return nil, fmt.Errorf("%q is no rkt pod checkpoint: %w (%w)", dir, ErrInvalid, err)
 	}
@@ -49,6 +51,31 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 		}
 	}
 	return &cm, nil
+}
+
+// readRegularFile reads the file p if it is a regular file, p itself not a
+// symlink: the manifest of a checkpoint in an image layer is hostile, and
+// a symlink would have the host's files read (/dev/zero without end), a
+// FIFO block the read, a device node be opened.
+func readRegularFile(p string) ([]byte, error) {
+	if fi, err := os.Lstat(p); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", p)
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %q: %w", p, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", p)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %q: %w", p, err)
+	}
+	return b, nil
 }
 
 // inTree reports whether no directory between dir and its descendant path
