@@ -43,7 +43,7 @@ func TestStopSupervisorDeadlineClosesPidfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rt.podAt(dirRun, uuid)
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// A supervisor that takes the shutdown request and never answers.

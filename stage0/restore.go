@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/pkg/tarx"
@@ -53,24 +51,16 @@ func ReadCheckpoint(dir string) (*CheckpointManifest, error) {
 	return &cm, nil
 }
 
-// readRegularFile reads the file p if it is a regular file, p itself not a
-// symlink: the manifest of a checkpoint in an image layer is hostile, and
-// a symlink would have the host's files read (/dev/zero without end), a
-// FIFO block the read, a device node be opened.
+// readRegularFile reads p only if it is a regular file (fileperm.OpenRegular):
+// the manifest of a checkpoint in an image layer is hostile, and a symlink
+// would have the host's files read (/dev/zero without end), a FIFO block
+// the read, a device node be opened.
 func readRegularFile(p string) ([]byte, error) {
-	if fi, err := os.Lstat(p); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q is not a regular file", p)
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := fileperm.OpenRegular(p)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %q: %w", p, err)
+		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q is not a regular file", p)
-	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %q: %w", p, err)

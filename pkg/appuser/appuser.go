@@ -4,14 +4,14 @@
 package appuser
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/moby/sys/user"
-	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // Lookup resolves spec ("", name, uid, name:group, uid:gid...) against
@@ -34,49 +34,22 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 		path string
 		r    *io.Reader
 	}{{passwd, &passwdR}, {group, &groupR}} {
-		file, err := openRegular(f.path)
-		if err != nil {
+		if f.path == "" {
+			continue
+		}
+		file, err := fileperm.OpenRegular(f.path)
+		switch {
+		case errors.Is(err, fileperm.ErrNotRegular):
 			return nil, err
+		case err != nil:
+			continue // missing or unreadable: none, as user.GetExecUserPath takes it
 		}
-		if file != nil {
-			defer file.Close()
-			*f.r = file
-		}
+		defer file.Close()
+		*f.r = file
 	}
 	u, err := user.GetExecUser(spec, &user.ExecUser{Uid: 0, Gid: 0, Home: "/"}, passwdR, groupR)
 	if err != nil {
 		return nil, fmt.Errorf("cannot resolve user %q in the image: %w", spec, err)
 	}
 	return u, nil
-}
-
-// openRegular opens p, a file of an image, for reading if it is a regular
-// file, and returns nil if it cannot be opened (it is missing, as
-// user.GetExecUserPath takes it). Anything else an image may put there is
-// refused without being opened: opening a FIFO waits for a writer, a
-// device node is one of the host's (a disk, /dev/urandom, a watchdog).
-// The type is checked on an O_PATH handle, which opens nothing, and the
-// same inode is then opened through /proc/self/fd, so a running container
-// cannot swap the file in between.
-func openRegular(p string) (*os.File, error) {
-	if p == "" {
-		return nil, nil
-	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("cannot stat %q: %w", p, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("cannot read %q: not a regular file (mode %#o)", p, st.Mode)
-	}
-	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open %q: %w", p, err)
-	}
-	return f, nil
 }

@@ -13,7 +13,7 @@ import (
 func TestLookup(t *testing.T) {
 	root := t.TempDir()
 	etc := filepath.Join(root, "etc")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
+	if err := os.MkdirAll(etc, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	write := func(name, body string) {
@@ -77,21 +77,21 @@ func TestLookupNotRegular(t *testing.T) {
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				root := t.TempDir()
 				etc := filepath.Join(root, "etc")
-				if err := os.MkdirAll(etc, 0o755); err != nil {
+				if err := os.MkdirAll(etc, 0o700); err != nil {
 					t.Fatal(err)
 				}
 				p := filepath.Join(etc, name)
 				var err error
 				switch kind {
 				case "fifo":
-					err = unix.Mkfifo(p, 0o644)
+					err = unix.Mkfifo(p, 0o600)
 				case "dir":
-					err = os.Mkdir(p, 0o755)
+					err = os.Mkdir(p, 0o700)
 				case "device": // the host's /dev/null
 					if os.Geteuid() != 0 {
 						t.Skip("mknod needs root")
 					}
-					err = unix.Mknod(p, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3)))
+					err = unix.Mknod(p, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3)))
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -374,7 +374,7 @@ func TestValidateRefusesLinkEscapes(t *testing.T) {
 // a symlink: the times must not land on the directory it points to.
 func TestDirTimesStayInside(t *testing.T) {
 	dest, outside := sandbox(t)
-	if err := os.Mkdir(filepath.Join(outside, "d"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(outside, "d"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.Lstat(filepath.Join(outside, "d"))
