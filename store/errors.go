@@ -31,6 +31,10 @@ var (
 	// ErrRegistryBlocked: the configuration has no mirror of the image's
 	// registry and keeps the registry itself from being contacted.
 	ErrRegistryBlocked = errors.New(`registry blocked by the configuration (no mirror, "upstream": false)`)
+	// ErrNonPublicAddress: a fetch from a public registry was led (by a
+	// redirect, token realm or foreign layer URL) to a loopback, private,
+	// link-local or other non-public address.
+	ErrNonPublicAddress = errors.New("non-public address")
 )
 
 // NotFoundError says which reference matched no image.

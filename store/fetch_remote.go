@@ -84,7 +84,7 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, idle ti
 	if err != nil {
 		return nil, err
 	}
-	rt, closeIdle := newTransport(ep.insecure, ep.insecureTLS, idle)
+	rt, closeIdle := newTransport(ep.host, ep.insecure, ep.insecureTLS, idle)
 	defer closeIdle()
 	ropts := []remote.Option{
 		remote.WithContext(ctx),

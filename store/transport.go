@@ -20,14 +20,16 @@ const (
 	maxManifestSize = 4 << 20
 )
 
-// newTransport returns the HTTP transport given to go-containerregistry:
-// it refuses plain HTTP except to loopback hosts or when insecure, caps
-// redirects and manifest sizes, and fails a request once the registry sends
-// nothing for idle. close closes its idle connections: a fetch's transport
+// newTransport returns the HTTP transport given to go-containerregistry
+// for a fetch from registry (host[:port]): it refuses plain HTTP except to
+// loopback hosts or when insecure, keeps a fetch from a public registry on
+// public addresses (dialGuard), caps redirects and manifest sizes, and
+// fails a request once the registry sends nothing for idle. close closes its idle connections: a fetch's transport
 // is not reused, and they would otherwise stay open (two goroutines and
 // their buffers each) until their idle timeout.
-func newTransport(insecureHTTP, insecureTLS bool, idle time.Duration) (rt http.RoundTripper, close func()) {
+func newTransport(registry string, insecureHTTP, insecureTLS bool, idle time.Duration) (rt http.RoundTripper, close func()) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	newDialGuard(registry).install(t)
 	if insecureTLS {
 		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure-options=tls
 	}
