@@ -31,7 +31,12 @@ func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string,
 		return fmt.Errorf("app %q in pod %s: %w", name, p.uuid, ErrAppNotFound)
 	}
 	dir := p.appDir(name)
-	if err := mountAppRootfs(p, pm, dir, rec.Image.Layers); err != nil {
+	mns, err := podMountNS(p)
+	if err != nil {
+		return fmt.Errorf("app %q: %w", name, err)
+	}
+	defer mns.Close()
+	if err := mountAppRootfs(p, pm, dir, rec.Image.Layers, mns); err != nil {
 		return fmt.Errorf("app %q: %w", name, err)
 	}
 	for _, v := range pm.Volumes {
@@ -43,6 +48,14 @@ func (r *Runtime) materializeRecord(p *pod, pm *schema.PodManifest, name string,
 	}
 	imageMounts, err := mountImageVolumes(dir, rec.Options, rec.ImageVolumes)
 	if err != nil {
+		return fmt.Errorf("app %q: %w", name, err)
+	}
+	// A supervisor in another mount namespace would not see them.
+	mounts := []string{dir.Rootfs()}
+	for i := range rec.ImageVolumes {
+		mounts = append(mounts, dir.ImageVolume(i))
+	}
+	if err := mns.adopt(r.cfg.Stage1Path, mounts); err != nil {
 		return fmt.Errorf("app %q: %w", name, err)
 	}
 	targetPID := 0

@@ -120,8 +120,10 @@ func checkReachable(dir string, u *schema.UserNamespace) error {
 
 // mountAppRootfs mounts an app's overlay rootfs; in a pod with a user
 // namespace its layers are idmapped to it, so that the image's root-owned
-// files belong to the app's root.
-func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir schema.AppDir, layers []string) error {
+// files belong to the app's root. mns is the mount namespace of the pod's
+// supervisor if it is not ours (nil otherwise): there is its user
+// namespace.
+func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir schema.AppDir, layers []string, mns *supervisorMountNS) error {
 	if pm.UserNS == nil {
 		return mountRootfs(appDir, layers)
 	}
@@ -135,11 +137,15 @@ func mountAppRootfs(p *pod, pm *schema.PodManifest, appDir schema.AppDir, layers
 	if mounted, err := mountinfo.Mounted(rootfs); err == nil && mounted {
 		return nil
 	}
-	ns, err := os.Open(p.layout().UserNS())
+	ns, err := mns.open(p.layout().UserNS())
 	if err != nil {
 		return fmt.Errorf("cannot open the user namespace of pod %s: %w", p.uuid, err)
 	}
 	defer ns.Close()
+	// Elsewhere than its mount namespace, <pod>/userns is an empty file.
+	if t, err := unix.IoctlRetInt(int(ns.Fd()), unix.NS_GET_NSTYPE); err != nil || t != unix.CLONE_NEWUSER {
+		return fmt.Errorf("cannot use %q as the user namespace of pod %s: not a user namespace", p.layout().UserNS(), p.uuid)
+	}
 	tmp := appDir.IDMap()
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("cannot create %q: %w", tmp, err)

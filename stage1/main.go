@@ -5,6 +5,7 @@
 //	stage1 run --pod-dir=DIR [--mode=run|sandbox] [--debug]
 //	stage1 gc --pod-dir=DIR [--debug]
 //	stage1 userns --pod-dir=DIR [--netns=PATH] (creates <pod>/userns from the manifest)
+//	stage1 attach-mounts TARGET... (attach_mounts.go, C: stage0's mounts into a supervisor's mount namespace)
 //	stage1 lean|resume --pod-dir=DIR --state-fd=N ... (an idle supervisor re-executes itself so; refresh.go)
 //
 // libcontainer re-executes this binary as `stage1 init` inside every new

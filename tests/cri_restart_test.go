@@ -3,8 +3,12 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -139,4 +143,83 @@ func waitContainerState(t *testing.T, c *criClient, id string, state runtimeapi.
 		sleepShort()
 	}
 	t.Fatalf("container %s never reached %v", id, state)
+}
+
+// TestCRIRestartPrivateMounts: a service restarted in a new private mount
+// namespace (as a systemd unit with private mounts is) adds a container
+// to a pod it started before, whose supervisor stays in the first one: the
+// container runs on its image's rootfs with its image volume, and the
+// service keeps no mount of the pod in its own namespace.
+func TestCRIRestartPrivateMounts(t *testing.T) {
+	requireRoot(t)
+	env := testutil.NewEnv(t)
+	svc := startCRIServicePrivateMounts(t, env)
+	c := dialCRI(t, svc)
+	ref, imgID := pullTestImage(t, c)
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := t.TempDir()
+	pod, first := runPodWithContainer(t, c, "private-mounts", imgID, logDir)
+	svc.Kill()
+	svc.Restart()
+	c = dialCRI(t, svc)
+	ctx := rpcCtx(t)
+	cfg := containerConfig("after", imgID, "sleep", "100000")
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/iv", Readonly: true, Image: &runtimeapi.ImageSpec{Image: ref}}}
+	r, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg,
+		SandboxConfig: podConfig("private-mounts", logDir)})
+	must(t, "CreateContainer after the restart", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: r.ContainerId})
+	must(t, "StartContainer after the restart", err)
+	for _, id := range []string{first, r.ContainerId} {
+		x, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Timeout: 30,
+			Cmd: []string{"sh", "-c", "test -x /bin/sleep && echo ok"}})
+		must(t, "ExecSync", err)
+		if string(x.Stdout) != "ok\n" {
+			t.Errorf("container %s: %q %q, want ok", id, x.Stdout, x.Stderr)
+		}
+	}
+	x, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: r.ContainerId, Timeout: 30,
+		Cmd: []string{"test", "-x", "/iv/bin/busybox"}})
+	must(t, "ExecSync", err)
+	if x.ExitCode != 0 {
+		t.Errorf("the image volume of the container created after the restart is not the image: %d %q", x.ExitCode, x.Stderr)
+	}
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", svc.cmd.Process.Pid))
+	must(t, "read the service's mountinfo", err)
+	for _, l := range strings.Split(string(mi), "\n") {
+		if strings.Contains(l, " "+filepath.Join(env.DataDir, "pods")+"/") {
+			t.Errorf("a pod mount left in the service's mount namespace: %s", l)
+		}
+	}
+	// Removing the container takes its mounts from the supervisor's.
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod, Verbose: true})
+	must(t, "PodSandboxStatus", err)
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	must(t, "parse sandbox info", json.Unmarshal([]byte(st.Info["info"]), &info))
+	supervisorMounts := func() string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", info.Pid))
+		must(t, "read the supervisor's mountinfo", err)
+		return string(b)
+	}
+	if !strings.Contains(supervisorMounts(), "/apps/after-0/fs/rootfs ") {
+		t.Fatalf("the rootfs of the container created after the restart is not mounted in the supervisor's mount namespace:\n%s", supervisorMounts())
+	}
+	_, err = c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: r.ContainerId})
+	must(t, "StopContainer", err)
+	_, err = c.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: r.ContainerId})
+	must(t, "RemoveContainer", err)
+	// (its directory is deleted in the background)
+	deadline := time.Now().Add(10 * time.Second)
+	left := supervisorMounts()
+	for strings.Contains(left, "after-0") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		left = supervisorMounts()
+	}
+	for _, l := range strings.Split(left, "\n") {
+		if strings.Contains(l, "after-0") {
+			t.Errorf("a mount of the removed container left in the supervisor's mount namespace: %s", l)
+		}
+	}
 }

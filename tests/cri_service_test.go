@@ -27,7 +27,7 @@ type criService struct {
 	CNIConfDir string
 	LogPath    string
 	extraArgs  []string
-	unified    bool   // run in a mount namespace where /sys/fs/cgroup is cgroup2
+	mountNS    mountNS
 	rktBin     string // "": testutil.RKTBin
 	stage1Bin  string // "": testutil.Stage1Bin
 	cmd        *exec.Cmd
@@ -54,20 +54,37 @@ func startCRIService(t testing.TB, env *testutil.Env, extraArgs ...string) *criS
 // given ("": the tests').
 func startCRIServiceOf(t testing.TB, env *testutil.Env, rktBin, stage1Bin string, extraArgs ...string) *criService {
 	t.Helper()
-	return launchCRIService(t, env, false, rktBin, stage1Bin, extraArgs...)
+	return launchCRIService(t, env, hostMountNS, rktBin, stage1Bin, extraArgs...)
 }
 
 // startCRIServiceUnified is startCRIService in a mount namespace where
 // /sys/fs/cgroup is the cgroup2 hierarchy, as on a pure cgroup v2 host.
 func startCRIServiceUnified(t testing.TB, env *testutil.Env, extraArgs ...string) *criService {
 	t.Helper()
-	return launchCRIService(t, env, true, "", "", extraArgs...)
+	return launchCRIService(t, env, unifiedMountNS, "", "", extraArgs...)
 }
 
-func launchCRIService(t testing.TB, env *testutil.Env, unified bool, rktBin, stage1Bin string, extraArgs ...string) *criService {
+// startCRIServicePrivateMounts is startCRIService in a new mount namespace
+// at each start (unshare --mount: private propagation), as a systemd unit
+// with private mounts: a restarted service is not in its pods' one.
+func startCRIServicePrivateMounts(t testing.TB, env *testutil.Env, extraArgs ...string) *criService {
+	t.Helper()
+	return launchCRIService(t, env, privateMountNS, "", "", extraArgs...)
+}
+
+// mountNS is the mount namespace a test's service runs in.
+type mountNS int
+
+const (
+	hostMountNS    mountNS = iota // the test's
+	privateMountNS                // a new one at each start
+	unifiedMountNS                // privateMountNS with cgroup2 on /sys/fs/cgroup
+)
+
+func launchCRIService(t testing.TB, env *testutil.Env, mns mountNS, rktBin, stage1Bin string, extraArgs ...string) *criService {
 	t.Helper()
 	s := &criService{
-		unified:    unified,
+		mountNS:    mns,
 		rktBin:     rktBin,
 		stage1Bin:  stage1Bin,
 		t:          t,
@@ -117,11 +134,14 @@ func (s *criService) start() {
 	if s.rktBin != "" {
 		cmd.Path, cmd.Args[0] = s.rktBin, s.rktBin
 	}
-	if s.unified {
+	if s.mountNS != hostMountNS {
 		// unshare(1) makes the new namespace's mounts private and execs
 		// the shell, which execs rkt: cmd's pid stays the service's
-		cmd.Args = append([]string{"unshare", "--mount", "--", "sh", "-c",
-			`mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
+		script := `exec "$0" "$@"`
+		if s.mountNS == unifiedMountNS {
+			script = `mount -t cgroup2 cgroup2 /sys/fs/cgroup && ` + script
+		}
+		cmd.Args = append([]string{"unshare", "--mount", "--", "sh", "-c", script, cmd.Path}, cmd.Args[1:]...)
 		unshare, err := exec.LookPath("unshare")
 		if err != nil {
 			t.Fatal(err)

@@ -20,12 +20,22 @@ import (
 // root (idmapped mounts), that the app's root can write its rootfs and
 // volume and what that leaves on the host, and that a second container and
 // exec share the namespace. Invalid modes answer InvalidArgument.
-func TestCRIUserNamespace(t *testing.T) {
+func TestCRIUserNamespace(t *testing.T) { testCRIUserNamespace(t, startCRIService) }
+
+// TestCRIUserNamespacePrivateMounts is TestCRIUserNamespace with the
+// service in a new private mount namespace at each start: once restarted,
+// it adds a container to a pod whose supervisor and user namespace are in
+// the mount namespace of its first start.
+func TestCRIUserNamespacePrivateMounts(t *testing.T) {
+	testCRIUserNamespace(t, startCRIServicePrivateMounts)
+}
+
+func testCRIUserNamespace(t *testing.T, startService func(testing.TB, *testutil.Env, ...string) *criService) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
 	// The apps' init must search every directory above their rootfs.
 	must(t, "chmod data root", os.Chmod(env.Root, 0o711))
-	svc := startCRIService(t, env)
+	svc := startService(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
 	t.Cleanup(func() { removeAllPods(t, c) })

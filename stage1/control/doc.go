@@ -30,6 +30,11 @@
 // parent-death signal, and the supervisor forks them all from its main
 // thread, which never exits.
 //
+// `<stage1> attach-mounts TARGET...` attaches detached mounts (fds 4, 5,
+// ...) at TARGET... in the mount namespace of the process whose pidfd is
+// fd 3 (a supervisor not in stage0's), leaving a target that is a mount
+// point there as it is.
+//
 // An idle supervisor (15s with no call, no app exit, no exec or attach
 // session) re-executes itself from that thread as `stage1 lean
 // --pod-dir=<dir> ...`, a small C image that only writes the apps' output to
