@@ -43,7 +43,24 @@ func (r *Runtime) DialPod(ctx context.Context, uuid, network, address string) (n
 		var d net.Dialer
 		return d.DialContext(ctx, network, address)
 	}
-	conn, err := networking.DialInNetNS(ctx, p.layout().NetNS(), network, address)
+	netns := p.layout().NetNS()
+	// A service restarted in another mount namespace than the pod's
+	// supervisor sees an empty file there: reach it through the
+	// supervisor's.
+	mns, err := podMountNS(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
+	}
+	defer mns.Close()
+	if mns != nil {
+		f, err := mns.open(netns)
+		if err != nil {
+			return nil, fmt.Errorf("cannot open the network namespace of pod %s: %w", uuid, err)
+		}
+		defer f.Close()
+		netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+	}
+	conn, err := networking.DialInNetNS(ctx, netns, network, address)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
 	}

@@ -1,9 +1,14 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -184,6 +189,17 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 	if x.ExitCode != 0 {
 		t.Errorf("the image volume of the container created after the restart is not the image: %d %q", x.ExitCode, x.Stderr)
 	}
+	// PortForward reaches the pod's network namespace, whose file is an
+	// empty one in the service's mount namespace.
+	x, err = c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: first, Timeout: 30,
+		Cmd: []string{"sh", "-c", "mkdir -p /tmp/www && echo pong > /tmp/www/index.html && httpd -p 80 -h /tmp/www"}})
+	must(t, "ExecSync httpd", err)
+	if x.ExitCode != 0 {
+		t.Fatalf("httpd in the pod: %d %q", x.ExitCode, x.Stderr)
+	}
+	if got := portForwardGet(t, svc, pod, 80); got != "pong\n" {
+		t.Errorf("GET through PortForward after the restart: %q, want pong", got)
+	}
 	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", svc.cmd.Process.Pid))
 	must(t, "read the service's mountinfo", err)
 	for _, l := range strings.Split(string(mi), "\n") {
@@ -221,5 +237,42 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 		if strings.Contains(l, "after-0") {
 			t.Errorf("a mount of the removed container left in the supervisor's mount namespace: %s", l)
 		}
+	}
+}
+
+// portForwardGet GETs / from port of pod through `crictl port-forward`.
+func portForwardGet(t *testing.T, svc *criService, pod string, port int) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, "pick a local port", err)
+	local := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, toolPath(t, "crictl"), "--runtime-endpoint", svc.Endpoint,
+		"port-forward", pod, fmt.Sprintf("%d:%d", local, port))
+	cmd.Env = append(os.Environ(), "CRI_CONFIG_FILE=/dev/null")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, "start crictl port-forward", cmd.Start())
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	hc := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/", local))
+		if err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			must(t, "read the forwarded answer", err)
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			_ = cmd.Wait()
+			t.Fatalf("GET through crictl port-forward: %v\ncrictl:\n%s", err, out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
