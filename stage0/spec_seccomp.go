@@ -2,12 +2,19 @@ package stage0
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // seccompFor returns the seccomp filter of an app (nil: none).
@@ -35,20 +42,50 @@ func seccompFor(o AppOptions) (*specs.LinuxSeccomp, error) {
 }
 
 // loadSeccomp reads a JSON profile (OCI LinuxSeccomp; Docker's format has
-// the same field names for what matters).
+// the same field names for what matters). A profile that is missing, no
+// regular file, too large or malformed is ErrInvalid: the request named it.
 func loadSeccomp(path string) (*specs.LinuxSeccomp, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSeccompProfile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read seccomp profile: %w", err)
+		return nil, err
 	}
 	var sc specs.LinuxSeccomp
 	if err := json.Unmarshal(b, &sc); err != nil {
-		return nil, fmt.Errorf("cannot parse seccomp profile %q: %w", path, err)
+		return nil, fmt.Errorf("cannot parse localhost seccomp profile %q: %w (%w)", path, ErrInvalid, err)
 	}
 	if sc.DefaultAction == "" {
-		return nil, fmt.Errorf("seccomp profile %q has no defaultAction: %w", path, ErrInvalid)
+		return nil, fmt.Errorf("localhost seccomp profile %q has no defaultAction: %w", path, ErrInvalid)
 	}
 	return &sc, nil
+}
+
+// maxSeccompProfile bounds a localhost profile (Docker's default is < 64 KiB).
+const maxSeccompProfile = 1 << 20
+
+// readSeccompProfile reads a regular file (a symlink to one is followed, as
+// containerd and CRI-O do) of at most maxSeccompProfile bytes: a FIFO would
+// block the open forever, a device node is one of the host's.
+func readSeccompProfile(path string) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	var f *os.File
+	if err == nil {
+		f, err = fileperm.OpenRegular(real)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fileperm.ErrNotRegular) {
+		return nil, fmt.Errorf("cannot read localhost seccomp profile %q: %w (%w)", path, ErrInvalid, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read localhost seccomp profile %q: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSeccompProfile+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read localhost seccomp profile %q: %w", path, err)
+	}
+	if len(b) > maxSeccompProfile {
+		return nil, fmt.Errorf("cannot read localhost seccomp profile %q: %w (larger than %d bytes)", path, ErrInvalid, maxSeccompProfile)
+	}
+	return b, nil
 }
 
 // defaultSyscalls are allowed by the default profile for every app: the

@@ -2,6 +2,7 @@ package stage0
 
 import (
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -400,4 +402,53 @@ func kernelConfig(t *testing.T) string {
 		t.Skipf("no kernel config to compare with: %v", err)
 	}
 	return string(b)
+}
+
+// TestLocalhostSeccompHostile: a localhost profile is read only from a
+// regular file (a symlink to one is followed) of bounded size; a FIFO used
+// to block CreateContainer forever, a device to be read. Refusals are
+// ErrInvalid (InvalidArgument).
+func TestLocalhostSeccompHostile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(`{"defaultAction":"SCMP_ACT_ERRNO"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	pad := strings.Repeat(" ", maxSeccompProfile)
+	if err := os.WriteFile(big, []byte(`{"defaultAction":"SCMP_ACT_ERRNO"}`+pad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{good, link} {
+		if sc, err := seccompFor(AppOptions{Seccomp: "localhost/" + p}); err != nil || sc.DefaultAction != specs.ActErrno {
+			t.Errorf("%s: got %v, %v; want the profile", p, sc, err)
+		}
+	}
+	for _, p := range []string{fifo, "/dev/null", big, filepath.Join(dir, "missing.json")} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := seccompFor(AppOptions{Seccomp: "localhost/" + p})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: got %v, want ErrInvalid", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: still reading after 5s", p)
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			<-done
+		}
+	}
 }

@@ -53,6 +53,8 @@ func TestCRIHostileInput(t *testing.T) {
 	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", svc.cmd.Process.Pid))
 	must(t, "service cwd", err)
 	relHost := fmt.Sprintf("rkt-hostile-%d/made", time.Now().UnixNano())
+	fifo := filepath.Join(t.TempDir(), "profile.json")
+	must(t, "mkfifo", syscall.Mkfifo(fifo, 0o600))
 
 	n := 0 // a name per case, so that an accepted case does not fail the next with AlreadyExists
 	pod := func(edit func(*runtimeapi.PodSandboxConfig)) func() error {
@@ -154,6 +156,10 @@ func TestCRIHostileInput(t *testing.T) {
 		{"bad device", ctr(func(cfg *runtimeapi.ContainerConfig) {
 			cfg.Devices = []*runtimeapi.Device{{HostPath: "/dev/null", ContainerPath: "/dev/x", Permissions: "rwx"}}
 		}), codes.InvalidArgument, "devices[0].permissions"},
+		{"FIFO as seccomp profile", ctr(func(cfg *runtimeapi.ContainerConfig) {
+			cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{
+				ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: fifo}}
+		}), codes.InvalidArgument, "localhost seccomp profile"},
 
 		{"pull of a host file", func() error {
 			_, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "docker-archive:/etc/shadow"}})
