@@ -50,14 +50,11 @@ func (r *Runtime) OpenContainerArchive(uuid, archive string) (_ *ContainerCheckp
 	if !filepath.IsAbs(archive) {
 		return nil, fmt.Errorf("checkpoint archive %q is not an absolute path: %w", archive, ErrInvalid)
 	}
-	f, err := os.Open(archive)
+	f, err := openHostRegular(archive)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open checkpoint archive %q: %w (%w)", archive, ErrInvalid, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("checkpoint archive %q is not a regular file: %w", archive, ErrInvalid)
-	}
 	p, err := r.runningPod(uuid)
 	if err != nil {
 		return nil, err

@@ -197,3 +197,42 @@ func TestContainerCheckpointInHostileManifest(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenContainerArchiveNotRegular: the archive's type is checked before
+// it is opened (a FIFO blocked the open, so CreateContainer, forever); a
+// symlink to a regular archive is followed.
+func TestOpenContainerArchiveNotRegular(t *testing.T) {
+	rt := newTestRuntime(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ckpt.tar")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.OpenContainerArchive("11111111-2222-4333-8444-555555555555", fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("a FIFO as archive: %v, want ErrInvalid", err)
+		}
+	case <-time.After(5 * time.Second):
+		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			unix.Close(fd)
+		}
+		t.Fatal("opening a FIFO as checkpoint archive blocked")
+	}
+	regular := filepath.Join(dir, "real.tar")
+	if err := os.WriteFile(regular, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.tar")
+	if err := os.Symlink(regular, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.OpenContainerArchive("11111111-2222-4333-8444-555555555555", link); !errors.Is(err, ErrPodNotFound) {
+		t.Errorf("a symlink to a regular archive: %v, want it opened (then ErrPodNotFound)", err)
+	}
+}

@@ -68,6 +68,18 @@ func readRegularFile(p string) ([]byte, error) {
 	return b, nil
 }
 
+// openHostRegular opens a host file that the caller named only if it is a
+// regular file (fileperm.OpenRegular), its symlinks resolved first as
+// containerd and CRI-O follow them: a FIFO would block the open, a device
+// node be read.
+func openHostRegular(p string) (*os.File, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil, err
+	}
+	return fileperm.OpenRegular(real)
+}
+
 // inTree reports whether no directory between dir and its descendant path
 // p is a symlink: a checkpoint (from an archive or an image) must not send
 // a restore to files outside it.

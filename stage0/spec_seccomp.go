@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -62,15 +60,10 @@ func loadSeccomp(path string) (*specs.LinuxSeccomp, error) {
 // maxSeccompProfile bounds a localhost profile (Docker's default is < 64 KiB).
 const maxSeccompProfile = 1 << 20
 
-// readSeccompProfile reads a regular file (a symlink to one is followed, as
-// containerd and CRI-O do) of at most maxSeccompProfile bytes: a FIFO would
-// block the open forever, a device node is one of the host's.
+// readSeccompProfile reads a regular file (openHostRegular) of at most
+// maxSeccompProfile bytes.
 func readSeccompProfile(path string) ([]byte, error) {
-	real, err := filepath.EvalSymlinks(path)
-	var f *os.File
-	if err == nil {
-		f, err = fileperm.OpenRegular(real)
-	}
+	f, err := openHostRegular(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fileperm.ErrNotRegular) {
 		return nil, fmt.Errorf("cannot read localhost seccomp profile %q: %w (%w)", path, ErrInvalid, err)
 	}
