@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -26,6 +27,9 @@ type LogWriter struct {
 	now  func() time.Time
 }
 
+// errNotRegularLog refuses a log path that is no regular file.
+var errNotRegularLog = errors.New("not a regular file")
+
 // OpenLog opens (creating it and its directory) the log file at path for
 // appending.
 func OpenLog(path string) (*LogWriter, error) {
@@ -40,9 +44,20 @@ func (lw *LogWriter) open() error {
 	if err := os.MkdirAll(filepath.Dir(lw.path), 0o755); err != nil {
 		return fmt.Errorf("cannot create log directory for %q: %w", lw.path, err)
 	}
-	f, err := os.OpenFile(lw.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	// Whoever may write the log directory must not send the log, appended
+	// as root, to another file: a symlink there is not followed, and a FIFO
+	// (which would block the open until it has a reader) or a device is
+	// refused.
+	f, err := os.OpenFile(lw.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("cannot open log %q (a symlink, not followed): %w", lw.path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot open log %q: %w", lw.path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("cannot open log %q: %w", lw.path, errNotRegularLog)
 	}
 	// A log takes its directory's group: the rkt group reads the logs in
 	// pod directories, the kubelet's log directories stay root's.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func readLog(t *testing.T, p string) []string {
@@ -102,5 +104,69 @@ func TestLogReopen(t *testing.T) {
 	lw.Close()
 	if err := lw.WriteEntry("stdout", false, []byte("x")); err == nil {
 		t.Error("write after Close succeeded")
+	}
+}
+
+// TestLogRefusesNonRegular: a symlink planted as the log file's name is not
+// followed (at the first open nor at a reopen after rotation), and a FIFO
+// there is refused instead of blocking the open until it has a reader.
+func TestLogRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "0.log")
+	if err := os.Symlink(victim, p); err != nil {
+		t.Fatal(err)
+	}
+	if lw, err := OpenLog(p); err == nil {
+		lw.WriteEntry("stdout", false, []byte("planted"))
+		lw.Close()
+		t.Error("OpenLog followed a symlink")
+	}
+	os.Remove(p)
+	lw, err := OpenLog(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	if err := os.Rename(p, p+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Reopen(); err == nil {
+		lw.WriteEntry("stdout", false, []byte("planted"))
+		t.Error("Reopen followed a symlink")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "secret\n" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+
+	fifo := filepath.Join(dir, "fifo.log")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		lw, err := OpenLog(fifo)
+		if err == nil {
+			lw.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("OpenLog opened a FIFO")
+		}
+	case <-time.After(5 * time.Second):
+		if fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+			defer unix.Close(fd)
+		}
+		<-done
+		t.Error("OpenLog of a FIFO blocked")
 	}
 }
