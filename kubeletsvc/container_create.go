@@ -77,6 +77,9 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
+	if err := checkDevices(plan.opts.Devices); err != nil {
+		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
+	}
 	id, err := newContainerID(s.ID())
 	if err != nil {
 		return "", err

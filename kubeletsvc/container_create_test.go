@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/stage0"
@@ -70,6 +72,9 @@ func TestCreateContainerRefused(t *testing.T) {
 	}
 	relMount := containerConfig("c", "busybox")
 	relMount.Mounts = []*runtimeapi.Mount{{ContainerPath: "data", HostPath: "/tmp"}}
+	noDevice := containerConfig("c", "busybox")
+	noDevice.Devices = []*runtimeapi.Device{{HostPath: "/dev/null", ContainerPath: "/dev/a"},
+		{HostPath: filepath.Join(t.TempDir(), "gone"), ContainerPath: "/dev/b"}}
 	for _, tc := range []struct {
 		name string
 		pod  string
@@ -82,6 +87,7 @@ func TestCreateContainerRefused(t *testing.T) {
 		{"image not pulled", pod, containerConfig("c", "nginx"), codes.NotFound},
 		{"unknown sandbox", "0123abcd-0000-4000-8000-000000000000", containerConfig("c", "busybox"), codes.NotFound},
 		{"sandbox not ready", stopped, containerConfig("c", "busybox"), codes.FailedPrecondition},
+		{"missing device", pod, noDevice, codes.NotFound},
 	} {
 		_, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: tc.pod, Config: tc.cfg})
 		wantCode(t, tc.name, err, tc.code)
@@ -90,6 +96,10 @@ func TestCreateContainerRefused(t *testing.T) {
 		if c[:6] == "AddApp" {
 			t.Errorf("refused requests reached stage0: %s", c)
 		}
+	}
+	_, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: noDevice})
+	if !strings.Contains(status.Convert(err).Message(), "devices[1].host_path") {
+		t.Errorf("a missing device: %v, want it named devices[1].host_path", err)
 	}
 	// a refused name is not reserved
 	e.createContainer(t, pod, "c")

@@ -53,6 +53,18 @@ func checkMountSources(mounts []stage0.Mount) ([]string, error) {
 	return missing, nil
 }
 
+// checkDevices checks that the host devices of a translated config exist: a
+// missing one is NotFound naming its field (stage0's stat of it would be
+// Unknown). Whether it is a device is stage0's check.
+func checkDevices(devs []stage0.Device) error {
+	for i, d := range devs {
+		if _, err := os.Stat(d.HostPath); errors.Is(err, fs.ErrNotExist) {
+			return notFoundf("devices[%d].host_path %q does not exist", i, d.HostPath)
+		}
+	}
+	return nil
+}
+
 // nearestExisting returns p with symlinks resolved if it exists, else its
 // nearest existing parent (resolved).
 func nearestExisting(p string) (string, error) {

@@ -156,6 +156,9 @@ func TestCRIHostileInput(t *testing.T) {
 		{"bad device", ctr(func(cfg *runtimeapi.ContainerConfig) {
 			cfg.Devices = []*runtimeapi.Device{{HostPath: "/dev/null", ContainerPath: "/dev/x", Permissions: "rwx"}}
 		}), codes.InvalidArgument, "devices[0].permissions"},
+		{"missing device", ctr(func(cfg *runtimeapi.ContainerConfig) {
+			cfg.Devices = []*runtimeapi.Device{{HostPath: "/dev/rkt-test-none", ContainerPath: "/dev/x"}}
+		}), codes.NotFound, "devices[0].host_path"},
 		{"FIFO as seccomp profile", ctr(func(cfg *runtimeapi.ContainerConfig) {
 			cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{Seccomp: &runtimeapi.SecurityProfile{
 				ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: fifo}}
