@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -268,10 +269,12 @@ func imageVolumeMount(i int, m *runtimeapi.Mount) (stage0.Mount, error) {
 	if err := checkPath(field+".container_path", m.GetContainerPath()); err != nil {
 		return stage0.Mount{}, err
 	}
+	// As Kubernetes validates subPath: relative and no ".." component ("a..b"
+	// is a name).
 	sub := m.GetImageSubPath()
 	if sub != "" {
 		clean := filepath.Clean("/" + sub)
-		if clean == "/" || strings.Contains(sub, "..") || strings.ContainsRune(sub, 0) {
+		if clean == "/" || !filepath.IsLocal(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.ContainsRune(sub, 0) {
 			return stage0.Mount{}, invalidf("%s.image_sub_path %q is not a path inside the image", field, sub)
 		}
 		sub = clean

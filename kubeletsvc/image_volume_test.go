@@ -1,6 +1,7 @@
 package kubeletsvc
 
 import (
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -23,6 +24,7 @@ func TestImageVolume(t *testing.T) {
 	for _, tc := range []struct{ name, sub, wantSub string }{
 		{"whole", "", ""},
 		{"sub", "models/./v2/", "/models/v2"},
+		{"dots-in-names", "a..b/...", "/a..b/..."},
 	} {
 		r, err := create(tc.name, "data:v1", tc.sub)
 		if err != nil {
@@ -42,6 +44,9 @@ func TestImageVolume(t *testing.T) {
 	}
 	_, err := create("missing", "data:v2", "")
 	wantCode(t, "an image volume of an image not in the store", err, codes.NotFound)
-	_, err = create("up", "data:v1", "../etc")
-	wantCode(t, "a sub path out of the image", err, codes.InvalidArgument)
+	// as Kubernetes validates subPath: relative, no ".." component
+	for _, sub := range []string{"../etc", "a/../b", "a/..", "/models", ".", "a\x00b"} {
+		_, err = create("bad", "data:v1", sub)
+		wantCode(t, fmt.Sprintf("sub path %q", sub), err, codes.InvalidArgument)
+	}
 }
