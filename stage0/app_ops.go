@@ -87,39 +87,64 @@ func (r *Runtime) addApp(ctx context.Context, uuid string, opts AppOptions) (str
 			return "", err
 		}
 	}
-	var pre *control.Pending
+	var pre *prestart
 	if opts.Prestart && opts.RestoreFrom == nil {
 		pre = r.sendPrestart(ctx, p, &na.app)
 	}
 	err = na.commit(p, false)
-	prestarted := pre != nil && r.prestarted(p, name, pre)
+	if pre != nil {
+		r.settlePrestart(ctx, p, name, pre, err == nil)
+	}
 	if err != nil {
-		if prestarted {
-			if rerr := control.NewClient(p.dir).RemoveApp(context.WithoutCancel(ctx), name); rerr != nil {
-				r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", rerr)
-			}
-		}
 		r.removeAppDir(p, name)
 		return "", err
 	}
 	return name, nil
 }
 
+// prestartTimeout bounds the exchanges about a prestart, whatever the
+// caller's context: the supervisor answers at once (it creates the
+// container in the background), and only its answer tells whether there is
+// a container to drop when the app is not added.
+const prestartTimeout = 30 * time.Second
+
+// prestart is a prestart request sent, its answer still to be read.
+type prestart struct {
+	*control.Pending
+	cancel context.CancelFunc
+}
+
+// settlePrestart reads the supervisor's answer to a prestart and, if the
+// app was not added (!committed), has it drop the container it prestarted.
+func (r *Runtime) settlePrestart(ctx context.Context, p *pod, name string, pre *prestart, committed bool) {
+	if !r.prestarted(p, name, pre) || committed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prestartTimeout)
+	defer cancel()
+	if err := control.NewClient(p.dir).RemoveApp(ctx, name); err != nil {
+		r.log.Warn("cannot drop the prestarted container of an app not added", "pod", p.uuid, "app", name, "error", err)
+	}
+}
+
 // sendPrestart asks the supervisor to create the app's container now; nil
 // if the request could not be sent (logged: StartApp creates the container
-// then).
-func (r *Runtime) sendPrestart(ctx context.Context, p *pod, app *schema.App) *control.Pending {
+// then). Its answer is read even if ctx ends meanwhile.
+func (r *Runtime) sendPrestart(ctx context.Context, p *pod, app *schema.App) *prestart {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prestartTimeout)
 	pre, err := control.NewClient(p.dir).SendPrestartApp(ctx, app)
 	if err != nil {
+		cancel()
 		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app.Name, "error", err)
 		return nil
 	}
-	return pre
+	return &prestart{Pending: pre, cancel: cancel}
 }
 
 // prestarted reads the supervisor's answer to a prestart request and
 // reports whether it took it (a refusal is only logged, as in sendPrestart).
-func (r *Runtime) prestarted(p *pod, app string, pre *control.Pending) bool {
+func (r *Runtime) prestarted(p *pod, app string, pre *prestart) bool {
+	defer pre.cancel()
 	if err := pre.Wait(); err != nil {
 		r.log.Debug("cannot prestart the app", "pod", p.uuid, "app", app, "error", err)
 		return false
