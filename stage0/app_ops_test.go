@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -37,24 +35,7 @@ func TestAppErrMapping(t *testing.T) {
 // the prestarted container (which it used to keep until the pod went).
 func TestPrestartDroppedAfterCancel(t *testing.T) {
 	rt := newTestRuntime(t)
-	uuid, err := NewUUID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := rt.podAt(dirRun, uuid)
-	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	addr, release, err := control.ShortSocketPath(p.layout().Stage1Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", addr)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	p, l := fakeSupervisorPod(t, rt)
 	// A supervisor that answers a prestart after 300ms, the rest at once.
 	ops := make(chan string, 4)
 	go func() {

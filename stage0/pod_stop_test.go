@@ -38,14 +38,7 @@ func pidfds(t *testing.T) int {
 // lives on, and retries).
 func TestStopSupervisorDeadlineClosesPidfd(t *testing.T) {
 	rt := newTestRuntime(t)
-	uuid, err := NewUUID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := rt.podAt(dirRun, uuid)
-	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	p, l := fakeSupervisorPod(t, rt)
 	// A supervisor that takes the shutdown request and never answers.
 	sup := exec.Command("sh", "-c", "sleep 60", "--pod-dir="+p.dir)
 	if err := sup.Start(); err != nil {
@@ -58,16 +51,6 @@ func TestStopSupervisorDeadlineClosesPidfd(t *testing.T) {
 	if err := fileperm.WriteFile(p.layout().Stage1PID(), []byte(strconv.Itoa(sup.Process.Pid)+"\n"), fileperm.Shared); err != nil {
 		t.Fatal(err)
 	}
-	addr, release, err := control.ShortSocketPath(p.layout().Stage1Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", addr)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	go func() {
 		var conns []net.Conn
 		defer func() {
@@ -97,4 +80,29 @@ func TestStopSupervisorDeadlineClosesPidfd(t *testing.T) {
 	if after := pidfds(t); after != before {
 		t.Errorf("%d pidfds open after the failed stop, %d before", after, before)
 	}
+}
+
+// fakeSupervisorPod makes a running pod's directory in rt and listens on
+// its supervisor's control socket, for a test to answer as the supervisor.
+func fakeSupervisorPod(t *testing.T, rt *Runtime) (*pod, net.Listener) {
+	t.Helper()
+	uuid, err := NewUUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rt.podAt(dirRun, uuid)
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr, release, err := control.ShortSocketPath(p.layout().Stage1Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", addr)
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return p, l
 }

@@ -38,6 +38,20 @@ func publicRegistry(t *testing.T, reg *testRegistry) {
 	isPublic = func(a netip.AddrPort) bool { return a.Port() == uint16(p) }
 }
 
+// refusedAsPublic fetches ref from reg, counted as a public registry: the
+// fetch must fail on a non-public address, which must get no request, and
+// leave nothing stored.
+func refusedAsPublic(t *testing.T, reg *testRegistry, ref string, hits *atomic.Int64) {
+	t.Helper()
+	publicRegistry(t, reg)
+	s := newStore(t)
+	fetchFails(t, s, ref, ErrNonPublicAddress, FetchOptions{})
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the internal service got %d requests", n)
+	}
+	assertNothingStored(t, s)
+}
+
 // TestFetchRedirectToNonPublicRefused: a public registry that redirects
 // a blob to a name resolving to a non-public address (here localhost) is
 // refused before anything connects there.
@@ -53,13 +67,7 @@ func TestFetchRedirectToNonPublicRefused(t *testing.T) {
 		http.Redirect(w, req, "http://localhost:"+port+"/latest/meta-data", http.StatusTemporaryRedirect)
 		return true
 	})
-	publicRegistry(t, reg)
-	s := newStore(t)
-	fetchFails(t, s, ref, ErrNonPublicAddress, FetchOptions{})
-	if n := hits.Load(); n != 0 {
-		t.Errorf("the internal service got %d requests", n)
-	}
-	assertNothingStored(t, s)
+	refusedAsPublic(t, reg, ref, &hits)
 }
 
 // TestFetchForeignURLToNonPublicRefused: a public registry that fails a
@@ -95,13 +103,7 @@ func TestFetchForeignURLToNonPublicRefused(t *testing.T) {
 		}
 		return false
 	})
-	publicRegistry(t, reg)
-	s := newStore(t)
-	fetchFails(t, s, ref, ErrNonPublicAddress, FetchOptions{})
-	if n := hits.Load(); n != 0 {
-		t.Errorf("the internal service got %d requests", n)
-	}
-	assertNothingStored(t, s)
+	refusedAsPublic(t, reg, ref, &hits)
 }
 
 // TestFetchInternalRegistryUnrestricted: a registry at a non-public
