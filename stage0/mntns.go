@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -35,27 +36,37 @@ func podMountNS(p *pod) (*supervisorMountNS, error) {
 	if pid <= 0 {
 		return nil, nil
 	}
+	own, err := ownMountNS()
+	if err != nil {
+		return nil, err
+	}
+	// The usual case, on every CreateContainer: one stat.
+	var its unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", pid), &its); err != nil || (own.Dev == its.Dev && own.Ino == its.Ino) {
+		return nil, nil
+	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return nil, nil
 	}
 	m := &supervisorMountNS{pid: pid, pidfd: os.NewFile(uintptr(fd), "pidfd")}
-	if !supervisorAlive(p, pid) { // checked after the open: the fd is that process
-		m.Close()
-		return nil, nil
-	}
-	var own, its unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/mnt", &own); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("cannot stat %q: %w", "/proc/self/ns/mnt", err)
-	}
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", pid), &its); err != nil || m.alive() != nil ||
-		(own.Dev == its.Dev && own.Ino == its.Ino) {
+	// Checked after the open: the fd is that process.
+	if !supervisorAlive(p, pid) || m.alive() != nil {
 		m.Close()
 		return nil, nil
 	}
 	return m, nil
 }
+
+// ownMountNS is this process's mount namespace, which does not change (a
+// multithreaded process cannot join another).
+var ownMountNS = sync.OnceValues(func() (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &st); err != nil {
+		return st, fmt.Errorf("cannot stat %q: %w", "/proc/self/ns/mnt", err)
+	}
+	return st, nil
+})
 
 // Close releases m; a no-op on nil.
 func (m *supervisorMountNS) Close() {

@@ -93,9 +93,7 @@ func TestFetchForeignURLToNonPublicRefused(t *testing.T) {
 	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
 		switch {
 		case strings.Contains(req.URL.Path, "/manifests/"):
-			w.Header().Set("Content-Type", string(lie.MediaType))
-			w.Header().Set("Docker-Content-Digest", digestOf(raw))
-			w.Write(raw)
+			writeManifest(w, lie, raw)
 			return true
 		case strings.HasSuffix(req.URL.Path, "/blobs/"+layer):
 			http.NotFound(w, req)

@@ -40,6 +40,13 @@ func assertNothingStored(t *testing.T, s *Store) {
 	}
 }
 
+// writeManifest answers a manifest request with raw, m's encoding.
+func writeManifest(w http.ResponseWriter, m *v1.Manifest, raw []byte) {
+	w.Header().Set("Content-Type", string(m.MediaType))
+	w.Header().Set("Docker-Content-Digest", digestOf(raw))
+	w.Write(raw)
+}
+
 // fetchFails fetches ref with a short idle timeout and a deadline, and
 // returns the error, which must wrap want and name the reference.
 func fetchFails(t *testing.T, s *Store, ref string, want error, opts FetchOptions) error {
@@ -289,9 +296,7 @@ func TestFetchUnknownBlobSizeRefused(t *testing.T) {
 			setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
 				switch {
 				case strings.Contains(req.URL.Path, "/manifests/"):
-					w.Header().Set("Content-Type", string(lie.MediaType))
-					w.Header().Set("Docker-Content-Digest", digestOf(raw))
-					w.Write(raw)
+					writeManifest(w, lie, raw)
 					return true
 				case strings.HasSuffix(req.URL.Path, "/blobs/"+blob) && req.Method == http.MethodGet:
 					chunk := make([]byte, 64<<10)

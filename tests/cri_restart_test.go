@@ -208,14 +208,9 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 		}
 	}
 	// Removing the container takes its mounts from the supervisor's.
-	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod, Verbose: true})
-	must(t, "PodSandboxStatus", err)
-	var info struct {
-		Pid int `json:"pid"`
-	}
-	must(t, "parse sandbox info", json.Unmarshal([]byte(st.Info["info"]), &info))
+	supervisor := sandboxPid(t, c, pod)
 	supervisorMounts := func() string {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", info.Pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", supervisor))
 		must(t, "read the supervisor's mountinfo", err)
 		return string(b)
 	}
