@@ -164,10 +164,33 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
 	logDir := t.TempDir()
 	pod, first := runPodWithContainer(t, c, "private-mounts", imgID, logDir)
+	gone, _ := runPodWithContainer(t, c, "gone", imgID, logDir)
 	svc.Kill()
 	svc.Restart()
 	c = dialCRI(t, svc)
 	ctx := rpcCtx(t)
+	// A pod stopped after the restart loses its network while pod keeps
+	// the old mount namespace, with its network namespace's mount, alive.
+	_, err := c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: gone})
+	must(t, "StopPodSandbox after the restart", err)
+	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: gone})
+	must(t, "RemovePodSandbox after the restart", err)
+	veths := func() []string {
+		out, err := exec.Command("ip", "-o", "link", "show", "master", svc.bridge(t)).Output()
+		must(t, "list the bridge's ports", err)
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	// (the kernel frees a network namespace, with its veths, in the
+	// background)
+	deadline := time.Now().Add(10 * time.Second)
+	left := veths()
+	for len(left) != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		left = veths()
+	}
+	if len(left) != 1 {
+		t.Errorf("the bridge has %d ports after one of two pods was removed, want 1:\n%s", len(left), strings.Join(left, "\n"))
+	}
 	cfg := containerConfig("after", imgID, "sleep", "100000")
 	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/iv", Readonly: true, Image: &runtimeapi.ImageSpec{Image: ref}}}
 	r, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg,
@@ -222,13 +245,13 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 	_, err = c.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: r.ContainerId})
 	must(t, "RemoveContainer", err)
 	// (its directory is deleted in the background)
-	deadline := time.Now().Add(10 * time.Second)
-	left := supervisorMounts()
-	for strings.Contains(left, "after-0") && time.Now().Before(deadline) {
+	deadline = time.Now().Add(10 * time.Second)
+	mounts := supervisorMounts()
+	for strings.Contains(mounts, "after-0") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		left = supervisorMounts()
+		mounts = supervisorMounts()
 	}
-	for _, l := range strings.Split(left, "\n") {
+	for _, l := range strings.Split(mounts, "\n") {
 		if strings.Contains(l, "after-0") {
 			t.Errorf("a mount of the removed container left in the supervisor's mount namespace: %s", l)
 		}
