@@ -177,7 +177,8 @@ FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
 	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig \
-	./stage0:FuzzReadCheckpoint ./stage1:FuzzPstreeMaxPID
+	./stage0:FuzzReadCheckpoint ./stage1:FuzzPstreeMaxPID \
+	./networking:FuzzNetworkConfig
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

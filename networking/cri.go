@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 )
@@ -65,7 +66,11 @@ func networkReady(cfg Config) (bool, string, []string) {
 }
 
 // findPlugin returns the path of the CNI plugin binary typ in PluginDirs.
+// A type that is a path is refused, as libcni refuses to run it.
 func findPlugin(cfg Config, typ string) (string, error) {
+	if typ == "" || typ == "." || typ == ".." || strings.ContainsRune(typ, '/') {
+		return "", fmt.Errorf("invalid CNI plugin type %q: not a file name", typ)
+	}
 	for _, d := range cfg.pluginDirs() {
 		p := filepath.Join(d, typ)
 		if path, err := exec.LookPath(p); err == nil {

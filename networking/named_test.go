@@ -117,6 +117,16 @@ func TestNetworkReady(t *testing.T) {
 			t.Fatalf("default network on the pod CIDR not ready: %s", reason)
 		}
 	}
+	// A plugin type naming a path outside the plugin dirs, which libcni
+	// would refuse to run, does not make the network ready.
+	escape := Config{ConfDir: t.TempDir(), DataDir: t.TempDir(), PluginDirs: []string{t.TempDir()}}
+	escConf := `{"cniVersion":"1.0.0","name":"esc","plugins":[{"type":"../../../../usr/bin/true"}]}`
+	if err := os.WriteFile(filepath.Join(escape.ConfDir, "10-esc.conflist"), []byte(escConf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ok, reason := NetworkReady(escape); ok || !strings.Contains(reason, "not a file name") {
+		t.Fatalf("a plugin type that is a path: ready=%v %q", ok, reason)
+	}
 	writeBridgeConf(t, dir, "10-net.conflist", "net", "br-x", "10.1.2.0/24")
 	if name, err := CRINetwork(cfg); err != nil || name != "net" {
 		t.Fatalf("a config file comes before the pod CIDR: %q, %v", name, err)
