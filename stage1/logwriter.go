@@ -30,6 +30,9 @@ type LogWriter struct {
 // errNotRegularLog refuses a log path that is no regular file.
 var errNotRegularLog = errors.New("not a regular file")
 
+// errLinkedLog refuses a log file that has other names (hard links).
+var errLinkedLog = errors.New("a file with other hard links")
+
 // OpenLog opens (creating it and its directory) the log file at path for
 // appending.
 func OpenLog(path string) (*LogWriter, error) {
@@ -45,9 +48,10 @@ func (lw *LogWriter) open() error {
 		return fmt.Errorf("cannot create log directory for %q: %w", lw.path, err)
 	}
 	// Whoever may write the log directory must not send the log, appended
-	// as root, to another file: a symlink there is not followed, and a FIFO
+	// as root, to another file: a symlink there is not followed, a FIFO
 	// (which would block the open until it has a reader) or a device is
-	// refused.
+	// refused, and so is a hard link to another file (which would also get
+	// the directory's group).
 	f, err := os.OpenFile(lw.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
 	if errors.Is(err, unix.ELOOP) {
 		return fmt.Errorf("cannot open log %q (a symlink, not followed): %w", lw.path, err)
@@ -55,9 +59,14 @@ func (lw *LogWriter) open() error {
 	if err != nil {
 		return fmt.Errorf("cannot open log %q: %w", lw.path, err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		f.Close()
 		return fmt.Errorf("cannot open log %q: %w", lw.path, errNotRegularLog)
+	}
+	if st.Nlink != 1 {
+		f.Close()
+		return fmt.Errorf("cannot open log %q: %w", lw.path, errLinkedLog)
 	}
 	// A log takes its directory's group: the rkt group reads the logs in
 	// pod directories, the kubelet's log directories stay root's.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,30 @@ func TestLogRefusesNonRegular(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "secret\n" {
 		t.Errorf("the symlink's target was written: %q", b)
+	}
+
+	// A hard link to another file is neither written nor given the
+	// directory's group.
+	linked := filepath.Join(dir, "linked.log")
+	if err := os.Link(victim, linked); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, -1, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if lw, err := OpenLog(linked); err == nil || !errors.Is(err, errLinkedLog) {
+		if err == nil {
+			lw.WriteEntry("stdout", false, []byte("planted"))
+			lw.Close()
+		}
+		t.Errorf("OpenLog of a hard link: %v", err)
+	}
+	var vst unix.Stat_t
+	if err := unix.Stat(victim, &vst); err != nil || vst.Gid == 4242 {
+		t.Errorf("the hard link's file got the log directory's group: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "secret\n" {
+		t.Errorf("the hard link's file was written: %q", b)
 	}
 
 	fifo := filepath.Join(dir, "fifo.log")
