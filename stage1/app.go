@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type app struct {
 	process   *libcontainer.Process   // nil after a refresh: the app is reaped by pid
 	aio       *appIO
 	pre       *prestarted    // created, its process not run yet (prestart)
+	starting  startWatch     // bounds a container start in progress (create)
 	stdin     io.WriteCloser // the app's stdin pipe (or pty master), when App.Stdin
 	pty       *os.File       // pty master, when App.TTY
 	log       *LogWriter
@@ -139,7 +141,7 @@ func (pre *prestarted) drop() {
 // never goes lean with a container whose init waits on a Go process.
 func (a *app) prestart() bool {
 	t0 := time.Now()
-	pre, err := a.create()
+	pre, err := a.create(t0.Add(prestartTimeout))
 	if err != nil {
 		slog.Debug("app prestart failed; start will retry", "app", a.name, "error", err)
 		return false
@@ -167,11 +169,84 @@ func (a *app) dropPrestarted() {
 	}
 }
 
+// prestartTimeout bounds a prestart, which no caller waits for: as long as
+// the kubelet waits for a start.
+const prestartTimeout = 2 * time.Minute
+
+// lateStartGrace is how long a container's start may run past its
+// deadline before its processes are killed: its init may be blocked in a
+// mount (an unanswering FUSE or NFS server), holding its spawner thread.
+const lateStartGrace = 5 * time.Second
+
+// startWatch bounds an app's container start in progress (a childWatch on
+// the spawner thread that runs it). A start request that waits for it (the
+// app is held by its prestart) brings its own deadline in.
+type startWatch struct {
+	mu      sync.Mutex
+	w       *childWatch
+	waiting time.Time // the earliest deadline of a start waiting for the app
+}
+
+// arm watches the calling spawner thread's start until deadline, or the
+// deadline of a start waiting for it if earlier.
+func (s *startWatch) arm(deadline time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.waiting.IsZero() && (deadline.IsZero() || s.waiting.Before(deadline)) {
+		deadline = s.waiting
+	}
+	s.w = watchChildren(deadline, lateStartGrace)
+}
+
+// disarm ends the watch and returns the PIDs it killed.
+func (s *startWatch) disarm() []int {
+	s.mu.Lock()
+	w := s.w
+	s.w = nil
+	s.mu.Unlock()
+	return w.stop()
+}
+
+// wait records the deadline of a start about to wait for the app and
+// brings a watched start's deadline in to it.
+func (s *startWatch) wait(deadline time.Time) {
+	if deadline.IsZero() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting.IsZero() || deadline.Before(s.waiting) {
+		s.waiting = deadline
+	}
+	s.w.tighten(deadline)
+}
+
+// waited forgets the waiting starts' deadline: the one holding the app
+// bounds its own start.
+func (s *startWatch) waited() {
+	s.mu.Lock()
+	s.waiting = time.Time{}
+	s.mu.Unlock()
+}
+
 // create loads the app's spec and creates its container, whose init then
-// waits (libcontainer's Start).
-func (a *app) create() (*prestarted, error) {
+// waits (libcontainer's Start); its processes are killed if that runs
+// lateStartGrace past deadline (zero: unbounded).
+func (a *app) create(deadline time.Time) (*prestarted, error) {
 	return a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
-		if err := a.sv.spawner.do(func() error { return ctr.Start(p) }); err != nil {
+		var killed []int
+		err := a.sv.spawner.do(func() error {
+			a.starting.arm(deadline)
+			err := ctr.Start(p)
+			killed = a.starting.disarm()
+			return err
+		})
+		if len(killed) > 0 {
+			slog.Warn("killed a container start running past its deadline", "app", a.name, "pids", killed, "grace", lateStartGrace)
+			return fmt.Errorf("cannot start app %q: its container's processes (pid %v) were killed %v past the deadline (%w)",
+				a.name, killed, lateStartGrace, context.DeadlineExceeded)
+		}
+		if err != nil {
 			return fmt.Errorf("cannot start app %q: %w", a.name, err)
 		}
 		return nil
@@ -266,8 +341,12 @@ func (a *app) start(deadline time.Time) (retErr error) {
 	}
 	if pre == nil {
 		var err error
-		if pre, err = a.create(); err != nil {
+		if pre, err = a.create(deadline); err != nil {
 			return err
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			pre.drop()
+			return fmt.Errorf("cannot start app %q: its container was created after the request's deadline (%w)", a.name, context.DeadlineExceeded)
 		}
 		if err := pre.ctr.Exec(); err != nil {
 			pre.drop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -61,10 +62,18 @@ func (sv *supervisor) startApp(name string, deadline time.Time) error {
 	if stopping {
 		return fmt.Errorf("cannot start app %q: the pod is stopping", name)
 	}
+	a.starting.wait(deadline)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.starting.waited()
 	if a.running() {
 		return errRunning(name)
+	}
+	// The app was locked by its prestart (which can hang: its container's
+	// init blocked in a mount) until past the caller's deadline: the caller
+	// has been told the start failed, so it does not run.
+	if !deadline.IsZero() && time.Now().After(deadline) {
+		return fmt.Errorf("cannot start app %q: its container was still being created at the request's deadline (%w)", name, context.DeadlineExceeded)
 	}
 	a.manifest = *am
 	t0 := time.Now()

@@ -137,7 +137,7 @@ func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) er
 	images := filepath.Join(dir, "criu")
 	var killed []int
 	err = a.sv.spawner.do(func() error {
-		w := watchCriu(deadline, lateCriuGrace)
+		w := watchChildren(deadline, lateCriuGrace)
 		err := c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
 		killed = w.stop()
 		return err

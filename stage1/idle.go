@@ -103,7 +103,7 @@ func (sv *supervisor) leave() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	sv.busy--
-	if sv.busy > 0 || !sv.dirty || sv.stopping || sv.refreshDelay <= 0 || sv.serveDone == nil {
+	if sv.busy > 0 || !sv.dirty || sv.stopping || sv.refreshDelay <= 0 || sv.serveDone == nil || sv.spawner.spareChildren() {
 		return
 	}
 	if sv.idle == nil {

@@ -77,7 +77,8 @@ type appState struct {
 // lean` unless something is in flight.
 func (sv *supervisor) refresh() {
 	sv.mu.Lock()
-	if sv.busy > 0 || sv.stopping || sv.execing || !sv.dirty {
+	// the exec would end the spare threads and kill what they started
+	if sv.busy > 0 || sv.stopping || sv.execing || !sv.dirty || sv.spawner.spareChildren() {
 		sv.mu.Unlock()
 		return
 	}
@@ -111,7 +112,7 @@ func (sv *supervisor) reexec() error {
 	sv.listener.SetDeadline(time.Time{})
 	defer sv.startServing() // reached only if the exec did not happen
 	sv.mu.Lock()
-	busy := sv.busy > 0 || sv.stopping
+	busy := sv.busy > 0 || sv.stopping || sv.spawner.spareChildren()
 	sv.mu.Unlock()
 	if busy {
 		return errRefreshBusy
@@ -151,7 +152,7 @@ func (sv *supervisor) reexec() error {
 	}
 	stopFd := fileFd(sv.stopR)
 	fds = append(fds, stopFd)
-	return sv.spawner.do(func() error { return execLean(st, fds, stopFd) })
+	return sv.spawner.doMain(func() error { return execLean(st, fds, stopFd) })
 }
 
 // state describes the supervisor for `stage1 resume`: the state and the

@@ -41,7 +41,7 @@ func (a *app) restore(images string, deadline time.Time) (*prestarted, error) {
 	pre, err := a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
 		var killed []int
 		err := a.sv.spawner.do(func() error {
-			w := watchCriu(deadline, lateCriuGrace)
+			w := watchChildren(deadline, lateCriuGrace)
 			err := ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
 			killed = w.stop()
 			return err

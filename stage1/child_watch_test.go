@@ -12,7 +12,7 @@ import (
 
 // The watch kills what the thread started after it was armed, once the
 // deadline and the grace have passed, and nothing it started before.
-func TestCriuWatchKillsLateChildren(t *testing.T) {
+func TestChildWatchKillsLateChildren(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	older := exec.Command("sleep", "30")
@@ -21,7 +21,7 @@ func TestCriuWatchKillsLateChildren(t *testing.T) {
 	}
 	defer func() { older.Process.Kill(); older.Wait() }()
 
-	w := watchCriu(time.Now(), 100*time.Millisecond)
+	w := watchChildren(time.Now(), 100*time.Millisecond)
 	late := exec.Command("sleep", "30")
 	if err := late.Start(); err != nil {
 		t.Fatal(err)
@@ -42,16 +42,39 @@ func TestCriuWatchKillsLateChildren(t *testing.T) {
 
 // A child that ends before the deadline and the grace is left alone, and so
 // is everything without a deadline.
-func TestCriuWatchSparesTimelyChildren(t *testing.T) {
+func TestChildWatchSparesTimelyChildren(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for _, deadline := range []time.Time{time.Now().Add(time.Minute), {}} {
-		w := watchCriu(deadline, 0)
+		w := watchChildren(deadline, 0)
 		if err := exec.Command("true").Run(); err != nil {
 			t.Fatal(err)
 		}
 		if killed := w.stop(); len(killed) != 0 {
 			t.Errorf("deadline %v: killed %v", deadline, killed)
 		}
+	}
+}
+
+// A tightened watch kills at the new, earlier deadline.
+func TestChildWatchTighten(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w := watchChildren(time.Now().Add(time.Hour), 100*time.Millisecond)
+	late := exec.Command("sleep", "30")
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	w.tighten(time.Now().Add(time.Minute))
+	w.tighten(time.Now())
+	w.tighten(time.Now().Add(time.Minute)) // later: no change
+	err := late.Wait()
+	killed := w.stop()
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("the tightened watch killed after %v", took)
+	}
+	if !slices.Equal(killed, []int{late.Process.Pid}) || err == nil {
+		t.Errorf("killed %v (wait: %v), want [%d]", killed, err, late.Process.Pid)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,19 +27,24 @@ const (
 	defaultRestoreTimeout = 100 * time.Second
 )
 
-// criuWatch kills, grace after deadline, the processes the calling thread
+// childWatch kills, grace after deadline, the processes the calling thread
 // has started since it was armed, which for a spawner call that runs one
-// criu is that criu (libcontainer gives no handle on it). It must be armed
-// and disarmed on the thread that starts criu.
-type criuWatch struct {
-	timer  *time.Timer
-	fired  chan struct{} // closed once the timer's function has run
-	killed []int
+// criu is that criu, and for one that starts a container its init and
+// nsexec's bootstrap (libcontainer gives no handle on them while it
+// waits). It must be armed and disarmed on the thread that starts them.
+type childWatch struct {
+	mu       sync.Mutex
+	timer    *time.Timer
+	deadline time.Time
+	grace    time.Duration
+	done     bool          // stopped, or the kill has begun
+	fired    chan struct{} // closed once the kill has ended
+	killed   []int
 }
 
-// watchCriu arms a criuWatch; a zero deadline arms nothing.
-func watchCriu(deadline time.Time, grace time.Duration) *criuWatch {
-	w := &criuWatch{}
+// watchChildren arms a childWatch; a zero deadline arms nothing.
+func watchChildren(deadline time.Time, grace time.Duration) *childWatch {
+	w := &childWatch{deadline: deadline, grace: grace}
 	if deadline.IsZero() {
 		return w
 	}
@@ -49,6 +55,13 @@ func watchCriu(deadline time.Time, grace time.Duration) *criuWatch {
 	}
 	w.fired = make(chan struct{})
 	w.timer = time.AfterFunc(time.Until(deadline.Add(grace)), func() {
+		w.mu.Lock()
+		if w.done { // stopped, or a second run after a tighten
+			w.mu.Unlock()
+			return
+		}
+		w.done = true
+		w.mu.Unlock()
 		defer close(w.fired)
 		now, err := threadChildren(tid)
 		if err != nil {
@@ -63,16 +76,38 @@ func watchCriu(deadline time.Time, grace time.Duration) *criuWatch {
 	return w
 }
 
-// stop disarms the watch (or waits for it to have fired) and returns the
+// tighten moves the watch's deadline to deadline if that is earlier (a
+// caller that waits for what the watched call makes has one); a no-op on
+// nil, on an unarmed watch and once stopped or fired.
+func (w *childWatch) tighten(deadline time.Time) {
+	if w == nil || deadline.IsZero() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer == nil || w.done || !deadline.Before(w.deadline) {
+		return
+	}
+	w.deadline = deadline
+	w.timer.Reset(time.Until(deadline.Add(w.grace)))
+}
+
+// stop disarms the watch (or waits for its kill to end) and returns the
 // PIDs it killed.
-func (w *criuWatch) stop() []int {
+func (w *childWatch) stop() []int {
 	if w.timer == nil {
 		return nil
 	}
-	if !w.timer.Stop() {
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
 		<-w.fired
+		return w.killed
 	}
-	return w.killed
+	w.done = true
+	w.mu.Unlock()
+	w.timer.Stop()
+	return nil
 }
 
 // threadChildren lists the children the thread tid of this process started
