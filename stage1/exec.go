@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,10 @@ import (
 	"github.com/rkt/rkt/pkg/envlist"
 	"github.com/rkt/rkt/stage1/control"
 )
+
+// execStartTimeout bounds the set-up of an exec whose caller gives no
+// deadline (a streaming session): as long as the kubelet waits for a call.
+const execStartTimeout = 2 * time.Minute
 
 // handleExec runs a process in a running app and streams its stdio.
 func (sv *supervisor) handleExec(conn net.Conn, br *bufio.Reader, req *control.Request) {
@@ -132,7 +137,25 @@ func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *e
 			pipes[5].Close()
 		}
 	}
-	if err := sv.spawner.do(func() error { return ctr.Run(p) }); err != nil {
+	deadline := req.Deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(execStartTimeout)
+	}
+	var killed []int
+	err = sv.spawner.do(func() error {
+		w := watchChildren(deadline, lateStartGrace)
+		err := ctr.Run(p)
+		killed = w.stop()
+		return err
+	})
+	if len(killed) > 0 {
+		slog.Warn("killed an exec still being set up past its deadline", "app", req.App, "pids", killed, "grace", lateStartGrace)
+		if err == nil {
+			p.Wait()
+		}
+		err = fmt.Errorf("its processes (pid %v) were killed %v past the deadline (%w)", killed, lateStartGrace, context.DeadlineExceeded)
+	}
+	if err != nil {
 		closeChild()
 		eio.closeAll()
 		if consoleSk != nil {

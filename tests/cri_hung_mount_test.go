@@ -18,11 +18,12 @@ import (
 )
 
 // TestCRIHungMount: a container whose init hangs (its working directory
-// on a FUSE server that never answers, bind-mounted from the host) takes
-// neither its pod nor the service with it. The sibling's exec probe (1 s)
-// answers while it hangs, another container of the pod starts, the hung
-// init is killed once its start's caller has given up, and the container
-// stays created: the caller was told that the start failed.
+// on a FUSE server that never answers, bind-mounted from the host), or an
+// exec whose set-up hangs so, takes neither its pod nor the service with
+// it. The sibling's exec probe (1 s) answers meanwhile, another container
+// of the pod starts, the hung processes are killed once their callers have
+// given up, and the container stays created: its caller was told that the
+// start failed.
 func TestCRIHungMount(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
@@ -33,13 +34,36 @@ func TestCRIHungMount(t *testing.T) {
 	logDir := t.TempDir()
 	pod, first := runPodWithContainer(t, c, "hung", imgID, logDir)
 
+	// host is a shared mount: what is mounted below it reaches the
+	// containers that mount it with HostToContainer propagation.
 	host := t.TempDir()
 	must(t, "mkdir", os.Mkdir(filepath.Join(host, "sub"), 0o755))
+	must(t, "bind host", unix.Mount(host, host, "", unix.MS_BIND, ""))
+	t.Cleanup(func() { unix.Unmount(host, unix.MNT_DETACH) })
+	must(t, "make host shared", unix.Mount("", host, "", unix.MS_SHARED, ""))
+	walker := containerConfig("walker", imgID, "sleep", "100000")
+	walker.Mounts = []*runtimeapi.Mount{{ContainerPath: "/walk", HostPath: host,
+		Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}}
+	walker.WorkingDir = "/walk/sub"
+	r, err := c.CreateContainer(rpcCtx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: walker,
+		SandboxConfig: podConfig("hung", logDir)})
+	must(t, "CreateContainer walker", err)
+	walking := r.ContainerId
+	_, err = c.StartContainer(rpcCtx(t), &runtimeapi.StartContainerRequest{ContainerId: walking})
+	must(t, "StartContainer walker", err)
 	hungFUSE(t, filepath.Join(host, "sub"))
+
+	// An exec whose working directory hangs fails at its deadline.
+	x, err := c.ExecSync(rpcCtx(t), &runtimeapi.ExecSyncRequest{ContainerId: walking, Cmd: []string{"true"}, Timeout: 1})
+	if err == nil && x.ExitCode == 0 {
+		t.Fatal("an exec whose working directory hangs succeeded")
+	}
+
+	// A start whose working directory hangs fails at its deadline.
 	cfg := containerConfig("stuck", imgID, "sleep", "100000")
 	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/hung", HostPath: host}}
 	cfg.WorkingDir = "/hung/sub"
-	r, err := c.CreateContainer(rpcCtx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg,
+	r, err = c.CreateContainer(rpcCtx(t), &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg,
 		SandboxConfig: podConfig("hung", logDir)})
 	must(t, "CreateContainer", err)
 	stuck := r.ContainerId
@@ -51,7 +75,7 @@ func TestCRIHungMount(t *testing.T) {
 	}
 
 	// The pod's other containers are served meanwhile.
-	x, err := c.ExecSync(rpcCtx(t), &runtimeapi.ExecSyncRequest{ContainerId: first, Cmd: []string{"true"}, Timeout: 1})
+	x, err = c.ExecSync(rpcCtx(t), &runtimeapi.ExecSyncRequest{ContainerId: first, Cmd: []string{"true"}, Timeout: 1})
 	if err != nil || x.ExitCode != 0 {
 		t.Errorf("an exec probe of the pod's other container while one hangs: %v %v", x, err)
 	}
@@ -62,7 +86,8 @@ func TestCRIHungMount(t *testing.T) {
 	_, err = c.StartContainer(rpcCtx(t), &runtimeapi.StartContainerRequest{ContainerId: r.ContainerId})
 	must(t, "StartContainer beside the hung one", err)
 
-	// The hung init is killed after the start's deadline (and a grace).
+	// The hung processes are killed after their call's deadline (and a
+	// grace).
 	deadline := time.Now().Add(30 * time.Second)
 	hung := hungInCgroup(t, svc.cgroupParent())
 	for len(hung) > 0 && time.Now().Before(deadline) {
@@ -70,7 +95,12 @@ func TestCRIHungMount(t *testing.T) {
 		hung = hungInCgroup(t, svc.cgroupParent())
 	}
 	if len(hung) > 0 {
-		t.Errorf("processes of the pod still wait on the FUSE server 30 s after the start's deadline: %v", hung)
+		t.Errorf("processes of the pod still wait on the FUSE server 30 s after the start's deadline:\n%s", strings.Join(hung, "\n"))
+		logs, _ := filepath.Glob(filepath.Join(env.DataDir, "pods", "*", "*", "stage1.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s:\n%s", l, b)
+		}
 	}
 	st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: stuck})
 	must(t, "ContainerStatus", err)
@@ -117,7 +147,9 @@ func hungInCgroup(t *testing.T, parent string) []string {
 		}
 		cg, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(p))), "cgroup"))
 		if err == nil && strings.Contains(string(cg), parent+"/") {
-			hung = append(hung, p)
+			pid := filepath.Dir(filepath.Dir(filepath.Dir(p)))
+			cmd, _ := os.ReadFile(pid + "/cmdline")
+			hung = append(hung, fmt.Sprintf("%s (%s):\n%s", p, strings.ReplaceAll(string(cmd), "\x00", " "), st))
 		}
 	}
 	return hung

@@ -166,8 +166,12 @@ func TestClientErrorsAndStatus(t *testing.T) {
 			reply(conn, Response{Error: "bad timeout"})
 		case req.Op == OpStart && req.App == "slow":
 			time.Sleep(2 * time.Second)
-		case req.Op == OpStart && req.App == "timed" && req.Deadline.IsZero():
+		case (req.Op == OpStart || req.Op == OpExec) && req.App == "timed" && req.Deadline.IsZero():
 			reply(conn, Response{Error: "no deadline"})
+		case req.Op == OpExec && req.App == "timed":
+			reply(conn, Response{})
+			b, _ := json.Marshal(ExitResult{ExitCode: 0})
+			NewFrameWriter(conn).WriteFrame(FrameExit, b)
 		default:
 			reply(conn, Response{})
 		}
@@ -203,6 +207,9 @@ func TestClientErrorsAndStatus(t *testing.T) {
 	defer cancel()
 	if err := c.StartApp(tctx, "timed"); err != nil {
 		t.Errorf("start with a deadline: %v", err) // the supervisor bounds a restore by it
+	}
+	if _, err := c.Exec(tctx, ExecRequest{App: "timed", Args: []string{"true"}}); err != nil {
+		t.Errorf("exec with a deadline: %v", err) // the supervisor bounds its set-up by it
 	}
 	if _, err := Dial(t.TempDir()); !errors.Is(err, ErrNoSupervisor) {
 		t.Errorf("dial without supervisor: %v", err)

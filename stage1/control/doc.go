@@ -73,7 +73,12 @@
 // its process, which waits), so that StartApp only has to run the process;
 // StartApp waits for a prestart under way, and does it all itself when the
 // prestart failed. RemoveApp and the supervisor's exit release a
-// prestarted container that was never started.
+// prestarted container that was never started. Request.Deadline (the
+// context's) bounds a start and the set-up of an exec: processes still
+// being set up 5 s past it (an init blocked in a mount) are killed, the
+// call fails, and a start that got the app only after its deadline does
+// not run it. A prestart is bounded by 2 minutes, or by the deadline of a
+// start waiting for it.
 // StopApp sends App.StopSignal (default SIGTERM), then SIGKILL after the
 // timeout (0: SIGKILL at once); on an app that is not running it is a no-op.
 // Exit status: exit code, or 128+signal with Signal set; Reason "Completed"

@@ -44,6 +44,9 @@ func (c *Client) Exec(ctx context.Context, r ExecRequest) (int, error) {
 	req := &Request{Op: OpExec, App: r.App, Exec: &ExecSpec{
 		Args: r.Args, Env: r.Env, Cwd: r.Cwd, User: r.User, TTY: r.TTY, Stdin: r.Stdin != nil,
 	}}
+	if d, ok := ctx.Deadline(); ok {
+		req.Deadline = d
+	}
 	res, err := c.stream(ctx, req, r.Stdin, r.Stdout, r.Stderr, r.Resize)
 	if err != nil {
 		return -1, err

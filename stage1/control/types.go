@@ -57,8 +57,9 @@ type Request struct {
 	Attach     *AttachSpec           `json:"attach,omitempty"`
 	Manifest   *schema.App           `json:"manifest,omitempty"` // prestart: the app, maybe not in the pod manifest yet
 	Checkpoint *CheckpointSpec       `json:"checkpoint,omitempty"`
-	// Deadline is a start's: the caller's; a restore's criu still running
-	// well past it is killed and the start fails.
+	// Deadline is a start's or an exec's: the caller's. A container start,
+	// a restore's criu or an exec's process still being set up well past it
+	// is killed and the call fails.
 	Deadline time.Time `json:"deadline,omitzero"`
 }
 
