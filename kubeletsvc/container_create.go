@@ -73,11 +73,11 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if !s.ready() {
 		return "", fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
 	}
-	missing, err := checkMountSources(plan.opts.Mounts)
+	missing, err := checkMountSources(ctx, plan.opts.Mounts)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
-	if err := checkDevices(plan.opts.Devices); err != nil {
+	if err := checkDevices(ctx, plan.opts.Devices); err != nil {
 		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	id, err := newContainerID(s.ID())

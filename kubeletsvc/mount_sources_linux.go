@@ -1,6 +1,7 @@
 package kubeletsvc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/rkt/rkt/stage0"
 )
@@ -21,13 +23,13 @@ import (
 // exist yet, for the caller to create once every check has passed; a
 // missing source is judged by the mount of its nearest existing parent,
 // where it will be created.
-func checkMountSources(mounts []stage0.Mount) ([]string, error) {
+func checkMountSources(ctx context.Context, mounts []stage0.Mount) ([]string, error) {
 	var missing []string
 	for i, m := range mounts {
 		if m.Image != "" || m.Source == "" {
 			continue
 		}
-		existing, err := nearestExisting(m.Source)
+		existing, err := checkHostPath(ctx, "mount:"+m.Source, func() (string, error) { return resolveHostPath(m.Source) })
 		if err != nil {
 			return nil, fmt.Errorf("mounts[%d].host_path %q: %w", i, m.Source, err)
 		}
@@ -56,13 +58,43 @@ func checkMountSources(mounts []stage0.Mount) ([]string, error) {
 // checkDevices checks that the host devices of a translated config exist: a
 // missing one is NotFound naming its field (stage0's stat of it would be
 // Unknown). Whether it is a device is stage0's check.
-func checkDevices(devs []stage0.Device) error {
+func checkDevices(ctx context.Context, devs []stage0.Device) error {
 	for i, d := range devs {
-		if _, err := os.Stat(d.HostPath); errors.Is(err, fs.ErrNotExist) {
+		_, err := checkHostPath(ctx, "device:"+d.HostPath, func() (string, error) {
+			_, err := os.Stat(d.HostPath)
+			return "", err
+		})
+		if errors.Is(err, fs.ErrNotExist) {
 			return notFoundf("devices[%d].host_path %q does not exist", i, d.HostPath)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("devices[%d].host_path %q: %w", i, d.HostPath, err)
 		}
 	}
 	return nil
+}
+
+// hostPathChecks shares the checks of a host path in flight. A path on a
+// server that does not answer (FUSE, NFS) blocks the thread that checks it
+// until it answers: the kubelet's retries of the call wait for that check
+// instead of each blocking a thread of its own, and each returns at its
+// deadline.
+var hostPathChecks singleflight.Group
+
+// resolveHostPath is nearestExisting; tests replace it.
+var resolveHostPath = nearestExisting
+
+// checkHostPath runs check, or joins the same check (key) in flight, and
+// returns its result or ctx's error, whichever comes first.
+func checkHostPath(ctx context.Context, key string, check func() (string, error)) (string, error) {
+	ch := hostPathChecks.DoChan(key, func() (any, error) { return check() })
+	select {
+	case r := <-ch:
+		s, _ := r.Val.(string)
+		return s, r.Err
+	case <-ctx.Done():
+		return "", fmt.Errorf("cannot check it (%w)", ctx.Err())
+	}
 }
 
 // nearestExisting returns p with symlinks resolved if it exists, else its
