@@ -30,6 +30,10 @@ func checkMountSources(ctx context.Context, mounts []stage0.Mount) ([]string, er
 			continue
 		}
 		existing, err := checkHostPath(ctx, "mount:"+m.Source, func() (string, error) { return resolveHostPath(m.Source) })
+		if err != nil && ctx.Err() == nil {
+			// the node's, not the request's: a dead FUSE server, a loop
+			return nil, fmt.Errorf("%w: mounts[%d].host_path %q: %w", errFailedPrecondition, i, m.Source, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("mounts[%d].host_path %q: %w", i, m.Source, err)
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/rkt/rkt/stage0"
 )
@@ -38,6 +41,7 @@ func TestHungHostPath(t *testing.T) {
 	if n := checks.Load(); n != 1 {
 		t.Errorf("%d checks of the hung path, want 1 shared", n)
 	}
+
 	close(release)
 	// once it answers, the next call checks it again
 	deadline := time.Now().Add(5 * time.Second)
@@ -50,5 +54,16 @@ func TestHungHostPath(t *testing.T) {
 			t.Fatalf("after the path answered: %v %v, %d checks", missing, err, checks.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A host path that cannot be checked (a dead FUSE server) is the node's
+// state, not a bad request: FailedPrecondition, not Unknown.
+func TestHostPathCheckFails(t *testing.T) {
+	resolveHostPath = func(string) (string, error) { return "", syscall.ENOTCONN }
+	t.Cleanup(func() { resolveHostPath = nearestExisting })
+	_, err := checkMountSources(context.Background(), []stage0.Mount{{Source: "/dead/fuse", Destination: "/d"}})
+	if !errors.Is(err, syscall.ENOTCONN) || codeOf(err) != codes.FailedPrecondition {
+		t.Errorf("a host path whose check fails: %v (%v), want FailedPrecondition", err, codeOf(err))
 	}
 }
