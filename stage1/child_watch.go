@@ -14,8 +14,8 @@ import (
 
 // lateCriuGrace is how long a criu may run past its call's deadline
 // before it is killed: the call has failed by then, while a dump holds the
-// pod's apps paused and the spawner busy (no app starts, no exec) for as
-// long as it runs, and a restore the spawner. A criu killed during a dump
+// pod's apps paused and a spawner thread busy for as long as it runs, and
+// a restore a spawner thread. A criu killed during a dump
 // cures its parasite as the control socket closes; what a killed restore
 // created is killed with its container.
 const lateCriuGrace = 10 * time.Second
