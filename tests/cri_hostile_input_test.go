@@ -41,9 +41,11 @@ func TestCRIHostileInput(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
+	// made first, removed last: after the pods, whose prestarted
+	// container may still be opening its log there
+	logDir := t.TempDir()
 	t.Cleanup(func() { removeAllPods(t, c) })
 	ctx := rpcCtx(t)
-	logDir := t.TempDir()
 	pc := podConfig("hostile", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)
