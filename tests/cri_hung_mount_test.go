@@ -37,7 +37,7 @@ func TestCRIHungMount(t *testing.T) {
 	// host is a shared mount: what is mounted below it reaches the
 	// containers that mount it with HostToContainer propagation.
 	host := t.TempDir()
-	must(t, "mkdir", os.Mkdir(filepath.Join(host, "sub"), 0o755))
+	must(t, "mkdir", os.Mkdir(filepath.Join(host, "sub"), 0o700))
 	must(t, "bind host", unix.Mount(host, host, "", unix.MS_BIND, ""))
 	t.Cleanup(func() { unix.Unmount(host, unix.MNT_DETACH) })
 	must(t, "make host shared", unix.Mount("", host, "", unix.MS_SHARED, ""))
