@@ -11,8 +11,8 @@ import (
 
 // FuzzNetworkConfig reads an arbitrary network config file as the
 // kubelet-service does (its network, its readiness, the conflist a pod
-// runs): configs may be refused, never panic, and an accepted one runs
-// under the service's IPAM dir and with portmap when ports are published.
+// runs): configs may be refused, never panic, and an accepted one parses
+// as a conflist of that name, with portmap when ports are published.
 func FuzzNetworkConfig(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"bridge","bridge":"b0","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/24"}]]}},{"type":"portmap","capabilities":{"portMappings":true}}]}`), ".conflist")
 	f.Add([]byte(`{"cniVersion":"0.4.0","name":"n","type":"bridge","ipam":{"type":"host-local","dataDir":"/x"}}`), ".conf")
