@@ -10,7 +10,7 @@ import (
 // container ID and the per-pod chains they jump to, as a flush of the nat
 // table by someone else would (without touching other pods). With
 // onlyMasq, only the POSTROUTING (ipMasq) rules and their chains go.
-func RemovePodNAT(t *testing.T, uuid string, onlyMasq bool) {
+func RemovePodNAT(t testing.TB, uuid string, onlyMasq bool) {
 	t.Helper()
 	out, err := exec.Command("iptables-save", "-t", "nat").Output()
 	if err != nil {
