@@ -135,12 +135,8 @@ func (a *app) dump(c *libcontainer.Container, dir string, deadline time.Time) er
 		return fmt.Errorf("cannot archive the writable layer of app %q: %w", a.name, err)
 	}
 	images := filepath.Join(dir, "criu")
-	var killed []int
-	err = a.sv.spawner.do(func() error {
-		w := watchChildren(deadline, lateCriuGrace)
-		err := c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
-		killed = w.stop()
-		return err
+	killed, err := a.sv.spawner.doWatched(deadline, lateCriuGrace, func() error {
+		return c.Checkpoint(&libcontainer.CriuOpts{ImagesDirectory: images, LeaveRunning: true})
 	})
 	if len(killed) > 0 {
 		slog.Warn("killed a criu dump running past its deadline", "app", a.name, "pids", killed, "grace", lateCriuGrace)

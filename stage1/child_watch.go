@@ -76,6 +76,18 @@ func watchChildren(deadline time.Time, grace time.Duration) *childWatch {
 	return w
 }
 
+// doWatched runs f through the spawner (do) under a childWatch armed on
+// the thread that runs it, and returns the PIDs the watch killed.
+func (s *spawner) doWatched(deadline time.Time, grace time.Duration, f func() error) (killed []int, err error) {
+	err = s.do(func() error {
+		w := watchChildren(deadline, grace)
+		err := f()
+		killed = w.stop()
+		return err
+	})
+	return killed, err
+}
+
 // tighten moves the watch's deadline to deadline if that is earlier (a
 // caller that waits for what the watched call makes has one); a no-op on
 // nil, on an unarmed watch and once stopped or fired.

@@ -141,13 +141,7 @@ func (sv *supervisor) startExec(req *control.Request) (*libcontainer.Process, *e
 	if deadline.IsZero() {
 		deadline = time.Now().Add(execStartTimeout)
 	}
-	var killed []int
-	err = sv.spawner.do(func() error {
-		w := watchChildren(deadline, lateStartGrace)
-		err := ctr.Run(p)
-		killed = w.stop()
-		return err
-	})
+	killed, err := sv.spawner.doWatched(deadline, lateStartGrace, func() error { return ctr.Run(p) })
 	if len(killed) > 0 {
 		slog.Warn("killed an exec still being set up past its deadline", "app", req.App, "pids", killed, "grace", lateStartGrace)
 		if err == nil {

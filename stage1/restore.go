@@ -39,12 +39,8 @@ func (a *app) restore(images string, deadline time.Time) (*prestarted, error) {
 	}
 	work := filepath.Join(string(a.dir()), "restore-work")
 	pre, err := a.newContainer(func(ctr *libcontainer.Container, p *libcontainer.Process) error {
-		var killed []int
-		err := a.sv.spawner.do(func() error {
-			w := watchChildren(deadline, lateCriuGrace)
-			err := ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
-			killed = w.stop()
-			return err
+		killed, err := a.sv.spawner.doWatched(deadline, lateCriuGrace, func() error {
+			return ctr.Restore(p, &libcontainer.CriuOpts{ImagesDirectory: images, WorkDirectory: work})
 		})
 		if len(killed) > 0 {
 			slog.Warn("killed a criu restore running past its deadline", "app", a.name, "pids", killed, "grace", lateCriuGrace)
