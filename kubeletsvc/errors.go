@@ -65,6 +65,7 @@ var codeSentinels = []struct {
 	{syscall.ENOMEM, codes.ResourceExhausted},
 	{syscall.EMFILE, codes.ResourceExhausted},
 	{syscall.ENFILE, codes.ResourceExhausted},
+	{syscall.EROFS, codes.FailedPrecondition},     // the data dir's filesystem turned read-only (a disk error)
 	{syscall.E2BIG, codes.InvalidArgument},        // exec arguments and environment over ARG_MAX
 	{syscall.ENAMETOOLONG, codes.InvalidArgument}, // a path of the request
 }

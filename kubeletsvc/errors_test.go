@@ -29,6 +29,7 @@ func TestToStatus(t *testing.T) {
 		{errors.New("boom"), codes.Unknown},
 		{fmt.Errorf("cannot record app: %w", &fs.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}), codes.ResourceExhausted},
 		{fmt.Errorf("stage1 start \"a\": open log: no space left on device (%w)", syscall.ENOSPC), codes.ResourceExhausted},
+		{fmt.Errorf("cannot create directory: %w", &fs.PathError{Op: "mkdir", Path: "/x", Err: syscall.EROFS}), codes.FailedPrecondition},
 		{fmt.Errorf("%w: %w", stage0.ErrInvalid, fmt.Errorf("libcontainer refuses: %w", control.ErrInvalid)), codes.InvalidArgument},
 		{fmt.Errorf("exec: %w", syscall.E2BIG), codes.InvalidArgument},
 		{fmt.Errorf("cannot fetch invalid.example/x:1: invalid.example: %w", store.ErrRegistryBlocked), codes.FailedPrecondition},
