@@ -124,6 +124,10 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	reads("the service restarted")
 	_, err = c.StopPodSandbox(rpcCtx(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod})
 	writeFails("StopPodSandbox", err, "") // stage1 gc's error, not an errno
+	if st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ctr}); err != nil ||
+		st.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("container after StopPodSandbox on a read-only data dir: %v %v; want it stopped", st.GetStatus().GetState(), err)
+	}
 
 	// the repair: a reboot, fsck, the filesystem mounted again
 	svc.stop()
