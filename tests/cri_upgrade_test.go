@@ -1,0 +1,125 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// EnvUpgradeFrom names a directory holding the rkt and stage1 binaries of
+// an earlier version (`make upgrade-from` builds them; `make check` sets
+// it).
+const EnvUpgradeFrom = "RKT_UPGRADE_FROM"
+
+// TestUpgradeWithRunningPods: a node upgraded while pods run. The earlier
+// version's service and CLI run pods; this version's service takes over
+// the same data dir and lists them exactly as before, execs in their
+// containers, adds and starts a container in an old pod (an old
+// supervisor, driven by this stage0), stops and removes them; this
+// version's CLI lists, enters, stops and collects the old CLI pod. Nothing
+// is left behind.
+func TestUpgradeWithRunningPods(t *testing.T) {
+	requireRoot(t)
+	from := os.Getenv(EnvUpgradeFrom)
+	if from == "" {
+		t.Skipf("$%s is not set (make upgrade-from)", EnvUpgradeFrom)
+	}
+	oldRkt, oldStage1 := filepath.Join(from, "rkt"), filepath.Join(from, "stage1")
+	for _, b := range []string{oldRkt, oldStage1} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("the earlier version: %v", err)
+		}
+	}
+	pe := newPodEnv(t)
+	svc := startCRIServiceOf(t, pe.Env, oldRkt, oldStage1)
+	c := dialCRI(t, svc)
+	_, imgID := pullTestImage(t, c)
+	logDir := t.TempDir()
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	pod0, ctr0 := runPodWithContainer(t, c, "upgrade-0", imgID, logDir)
+	runPodWithContainer(t, c, "upgrade-1", imgID, logDir)
+	ctx := rpcCtx(t)
+	ex, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod0,
+		Config: containerConfig("exits", imgID, "sh", "-c", "exit 7"), SandboxConfig: podConfig("upgrade-0", logDir)})
+	must(t, "CreateContainer", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ex.ContainerId})
+	must(t, "StartContainer", err)
+	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
+
+	run := pe.Command(context.Background(), append(append([]string{"run"}, pe.netArgs()...), "--detach", pe.image, "--exec=/bin/sleep", "--", "600")...)
+	run.Path, run.Args[0] = oldRkt, oldRkt
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("rkt run of the earlier version: %v", err)
+	}
+	cliPod := strings.TrimSpace(string(out))
+	pe.TrackPod(cliPod)
+	t.Cleanup(func() { pe.Run("stop", "--force", cliPod) })
+	pe.waitState(cliPod, "running", 20*time.Second)
+
+	pods1, ctrs1, pids1 := criSnapshot(t, c)
+	svc.stop()
+	svc.rktBin, svc.stage1Bin = "", ""
+	svc.Restart()
+	c = dialCRI(t, svc)
+	pods2, ctrs2, pids2 := criSnapshot(t, c)
+	diff(t, "sandboxes", pods1, pods2)
+	diff(t, "containers", ctrs1, ctrs2)
+	for id, pid := range pids1 {
+		if pids2[id] != pid {
+			t.Errorf("pod %s: supervisor pid %s before the upgrade, %s after", id, pid, pids2[id])
+		}
+	}
+
+	// an idle old supervisor re-executes itself lean, and back, from its
+	// own binary (versions before the lean supervisor do not)
+	lean := false
+	for deadline := time.Now().Add(25 * time.Second); !lean && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + pids2[pod0] + "/cmdline")
+		lean = strings.Contains(string(b), "lean")
+	}
+	t.Logf("the old pod's supervisor went lean while idle: %v", lean)
+	ctx = rpcCtx(t)
+	r, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctr0, Cmd: []string{"echo", "upgraded"}, Timeout: 10})
+	must(t, "ExecSync in an old pod", err)
+	if strings.TrimSpace(string(r.Stdout)) != "upgraded" || r.ExitCode != 0 {
+		t.Errorf("ExecSync in an old pod: exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	added, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod0,
+		Config: containerConfig("added", imgID, "sleep", "600"), SandboxConfig: podConfig("upgrade-0", logDir)})
+	must(t, "CreateContainer in an old pod", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: added.ContainerId})
+	must(t, "StartContainer in an old pod", err)
+	waitContainerState(t, c, added.ContainerId, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	_, err = c.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: ctr0})
+	must(t, "ContainerStats in an old pod", err)
+	_, err = c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: added.ContainerId, Timeout: 1})
+	must(t, "StopContainer in an old pod", err)
+	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ex.ContainerId})
+	must(t, "ContainerStatus", err)
+	if st.Status.ExitCode != 7 {
+		t.Errorf("an old pod's exited container after the upgrade: exit %d, want 7", st.Status.ExitCode)
+	}
+
+	if list := pe.RunOK("list", "--no-legend"); !strings.Contains(list.Stdout, cliPod[:8]) {
+		t.Errorf("rkt list after the upgrade does not show the old CLI pod %s:\n%s", cliPod, list.Stdout)
+	}
+	if got := pe.RunOK("enter", cliPod, "--", "echo", "entered"); strings.TrimSpace(got.Stdout) != "entered" {
+		t.Errorf("rkt enter in the old CLI pod: %q", got.Stdout)
+	}
+	pe.RunOK("stop", "--force", cliPod)
+	pe.waitState(cliPod, "exited", 20*time.Second)
+	pe.RunOK("rm", cliPod)
+
+	for id := range pids1 {
+		_, err := c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		must(t, "StopPodSandbox of an old pod", err)
+		_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		must(t, "RemovePodSandbox of an old pod", err)
+	}
+}
