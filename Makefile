@@ -143,27 +143,27 @@ e2e-node: e2e-node-build
 		CRICTL=$(abspath $(TOOLSDIR))/crictl E2E_OUT=$(abspath $(E2E_DIR)) RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) \
 		./tests/e2e-node/run.sh
 
-# The earlier version TestUpgradeWithRunningPods upgrades a node from while
-# its pods run: a commit of this repository (the oldest it is tested from:
-# 2026-12-01), built from its own tree with its own Makefile.
-UPGRADE_FROM ?= 68d6791
-UPGRADE_DIR := $(BUILDDIR)/upgrade-from-$(UPGRADE_FROM)
+# The earlier versions TestUpgradeWithRunningPods upgrades a node from while
+# its pods run: commits of this repository (the oldest, 2026-12-01, and one
+# with the lean idle supervisor, 2026-12-02), each built from its own tree
+# with its own Makefile.
+UPGRADE_FROM ?= 68d6791 418ec36
+UPGRADE_BINS := $(foreach c,$(UPGRADE_FROM),$(BUILDDIR)/upgrade-from-$(c)/bin)
 .PHONY: upgrade-from
-upgrade-from: $(UPGRADE_DIR)/bin/stage1
+upgrade-from: $(addsuffix /stage1,$(UPGRADE_BINS))
 
-$(UPGRADE_DIR)/bin/stage1:
-	@if ! git cat-file -e $(UPGRADE_FROM)^{commit} 2>/dev/null; then \
-		echo "no commit $(UPGRADE_FROM) here (not a clone?): TestUpgradeWithRunningPods will skip"; exit 0; fi; \
-	set -ex; rm -rf $(UPGRADE_DIR) && mkdir -p $(UPGRADE_DIR)/src; \
-	git archive $(UPGRADE_FROM) | tar -x -C $(UPGRADE_DIR)/src; \
-	cd $(UPGRADE_DIR)/src && ./autogen.sh && ./configure >/dev/null && \
-		$(MAKE) BUILDDIR=$(abspath $(UPGRADE_DIR)) VERSION=$(UPGRADE_FROM) rkt stage1; \
-	rm -rf $(abspath $(UPGRADE_DIR))/src
+$(BUILDDIR)/upgrade-from-%/bin/stage1:
+	@if ! git cat-file -e $*^{commit} 2>/dev/null; then \
+		echo "no commit $* here (not a clone?): TestUpgradeWithRunningPods skips it"; exit 0; fi; \
+	set -ex; d=$(abspath $(BUILDDIR))/upgrade-from-$*; rm -rf $$d && mkdir -p $$d/src; \
+	git archive $* | tar -x -C $$d/src; \
+	cd $$d/src && ./autogen.sh && ./configure >/dev/null && $(MAKE) BUILDDIR=$$d VERSION=$* rkt stage1; \
+	rm -rf $$d/src
 
 # Functional tests drive the built binaries; they need root.
 functional: all tools upgrade-from
 	RKT_BIN=$(abspath $(BIN)/rkt) RKT_STAGE1=$(abspath $(BIN)/stage1) RKT_TOOLS=$(abspath $(TOOLSDIR)) \
-		RKT_UPGRADE_FROM=$$([ -x $(UPGRADE_DIR)/bin/stage1 ] && echo $(abspath $(UPGRADE_DIR)/bin)) \
+		RKT_UPGRADE_FROM=$$(for d in $(abspath $(UPGRADE_BINS)); do [ -x $$d/stage1 ] && printf %s: $$d; done) \
 		CGO_ENABLED=1 $(GO) test -tags '$(GOTAGS)' -count=1 -p 1 -timeout 45m ./tests/...
 
 check: fmt vet unit functional

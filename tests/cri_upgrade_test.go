@@ -11,24 +11,36 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// EnvUpgradeFrom names a directory holding the rkt and stage1 binaries of
-// an earlier version (`make upgrade-from` builds them; `make check` sets
-// it).
+// EnvUpgradeFrom lists, separated by colons, directories each holding the
+// rkt and stage1 binaries of an earlier version (`make upgrade-from` builds
+// them; `make check` sets it).
 const EnvUpgradeFrom = "RKT_UPGRADE_FROM"
 
-// TestUpgradeWithRunningPods: a node upgraded while pods run. The earlier
-// version's service and CLI run pods; this version's service takes over
-// the same data dir and lists them exactly as before, execs in their
-// containers, adds and starts a container in an old pod (an old
-// supervisor, driven by this stage0), stops and removes them; this
-// version's CLI lists, enters, stops and collects the old CLI pod. Nothing
-// is left behind.
+// TestUpgradeWithRunningPods: a node upgraded while pods run, from each
+// earlier version. That version's service and CLI run pods; this
+// version's service takes over the same data dir and lists them exactly
+// as before, execs in their containers (after an old supervisor went lean
+// while idle, where that version does), adds and starts a container in an
+// old pod (an old supervisor, driven by this stage0), stops and removes
+// them; this version's CLI lists, enters, stops and removes the old CLI
+// pod. Nothing is left behind.
 func TestUpgradeWithRunningPods(t *testing.T) {
 	requireRoot(t)
-	from := os.Getenv(EnvUpgradeFrom)
-	if from == "" {
-		t.Skipf("$%s is not set (make upgrade-from)", EnvUpgradeFrom)
+	var dirs []string
+	for _, d := range strings.Split(os.Getenv(EnvUpgradeFrom), ":") {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
 	}
+	if len(dirs) == 0 {
+		t.Skipf("$%s is empty (make upgrade-from)", EnvUpgradeFrom)
+	}
+	for _, d := range dirs {
+		t.Run(filepath.Base(filepath.Dir(d)), func(t *testing.T) { testUpgradeFrom(t, d) })
+	}
+}
+
+func testUpgradeFrom(t *testing.T, from string) {
 	oldRkt, oldStage1 := filepath.Join(from, "rkt"), filepath.Join(from, "stage1")
 	for _, b := range []string{oldRkt, oldStage1} {
 		if _, err := os.Stat(b); err != nil {
@@ -79,7 +91,7 @@ func TestUpgradeWithRunningPods(t *testing.T) {
 	// an idle old supervisor re-executes itself lean, and back, from its
 	// own binary (versions before the lean supervisor do not)
 	lean := false
-	for deadline := time.Now().Add(25 * time.Second); !lean && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !lean && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b, _ := os.ReadFile("/proc/" + pids2[pod0] + "/cmdline")
 		lean = strings.Contains(string(b), "lean")
 	}
