@@ -48,7 +48,7 @@ func TestCRIAfterReboot(t *testing.T) {
 			t.Fatalf("cannot delete bridge %s: %v: %s", br, err, out)
 		}
 	}
-	recordPid(t, pe.DataDir, decoy)
+	giveRecordedPids(t, pe.DataDir, decoy)
 
 	svc.Restart()
 	c = dialCRI(t, svc)
@@ -121,10 +121,10 @@ func startDecoy(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-// recordPid makes every pid a running pod of dataDir recorded (its
+// giveRecordedPids makes every pid a running pod of dataDir recorded (its
 // supervisor's, its containers' init) the decoy's, as pid reuse after a
 // reboot does.
-func recordPid(t *testing.T, dataDir string, decoy *exec.Cmd) {
+func giveRecordedPids(t *testing.T, dataDir string, decoy *exec.Cmd) {
 	t.Helper()
 	pid := decoy.Process.Pid
 	files, _ := filepath.Glob(filepath.Join(dataDir, "pods", "run", "*", "stage1.pid"))

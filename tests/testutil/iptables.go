@@ -12,15 +12,8 @@ import (
 // onlyMasq, only the POSTROUTING (ipMasq) rules and their chains go.
 func RemovePodNAT(t testing.TB, uuid string, onlyMasq bool) {
 	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
 	chains := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, uuid) {
-			continue
-		}
+	for _, l := range natRules(t, uuid) {
 		args := strings.Fields(l)
 		if onlyMasq && args[1] != "POSTROUTING" {
 			continue
@@ -34,7 +27,7 @@ func RemovePodNAT(t testing.TB, uuid string, onlyMasq bool) {
 		}
 	}
 	if len(chains) == 0 {
-		t.Fatalf("pod %s has no NAT chain:\n%s", uuid, out)
+		t.Fatalf("pod %s has no NAT chain", uuid)
 	}
 	for ch := range chains {
 		for _, op := range []string{"-F", "-X"} {
@@ -43,4 +36,20 @@ func RemovePodNAT(t testing.TB, uuid string, onlyMasq bool) {
 			}
 		}
 	}
+}
+
+// natRules lists the nat table's rules that name the pod (iptables-save).
+func natRules(t testing.TB, uuid string) []string {
+	t.Helper()
+	out, err := exec.Command("iptables-save", "-t", "nat").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "-A ") && strings.Contains(l, uuid) {
+			rules = append(rules, l)
+		}
+	}
+	return rules
 }

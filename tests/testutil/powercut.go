@@ -1,8 +1,6 @@
 package testutil
 
 import (
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,22 +37,6 @@ func PowerCut(t testing.TB, dataDir string, uuids []string) {
 			t.Fatalf("power cut: %s is still there", l)
 		}
 	}
-}
-
-// natRules lists the nat table's rules that name the pod (iptables-save).
-func natRules(t testing.TB, uuid string) []string {
-	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rules []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "-A ") && strings.Contains(l, uuid) {
-			rules = append(rules, l)
-		}
-	}
-	return rules
 }
 
 // podState is what FindLeaks finds but a mount on dataDir itself: the
