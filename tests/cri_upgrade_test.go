@@ -2,8 +2,10 @@ package tests
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,9 @@ const EnvUpgradeFrom = "RKT_UPGRADE_FROM"
 // while idle, where that version does), adds and starts a container in an
 // old pod (an old supervisor, driven by this stage0), stops and removes
 // them; this version's CLI lists, enters, stops and removes the old CLI
-// pod. Nothing is left behind.
+// pod. Then the earlier version takes over again (a rollback) with a pod of
+// this version, lists everything as this one did, execs in it and removes
+// every pod. Nothing is left behind.
 func TestUpgradeWithRunningPods(t *testing.T) {
 	requireRoot(t)
 	var dirs []string
@@ -128,10 +132,28 @@ func testUpgradeFrom(t *testing.T, from string) {
 	pe.waitState(cliPod, "exited", 20*time.Second)
 	pe.RunOK("rm", cliPod)
 
-	for id := range pids1 {
+	// and back: the earlier version takes over again (a rollback), with a
+	// pod this version started
+	newPod, newCtr := runPodWithContainer(t, c, "upgrade-new", imgID, logDir)
+	pods3, ctrs3, _ := criSnapshot(t, c)
+	svc.stop()
+	svc.rktBin, svc.stage1Bin = oldRkt, oldStage1
+	svc.Restart()
+	c = dialCRI(t, svc)
+	pods4, ctrs4, _ := criSnapshot(t, c)
+	diff(t, "sandboxes after the rollback", pods3, pods4)
+	diff(t, "containers after the rollback", ctrs3, ctrs4)
+	ctx = rpcCtx(t)
+	r, err = c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: newCtr, Cmd: []string{"echo", "rolled back"}, Timeout: 10})
+	must(t, "ExecSync of the earlier version in a new pod", err)
+	if strings.TrimSpace(string(r.Stdout)) != "rolled back" || r.ExitCode != 0 {
+		t.Errorf("ExecSync of the earlier version in a new pod: exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+
+	for _, id := range append(slices.Collect(maps.Keys(pids1)), newPod) {
 		_, err := c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
-		must(t, "StopPodSandbox of an old pod", err)
+		must(t, "StopPodSandbox "+id, err)
 		_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
-		must(t, "RemovePodSandbox of an old pod", err)
+		must(t, "RemovePodSandbox "+id, err)
 	}
 }
