@@ -22,13 +22,21 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
-// criSnapshot is everything the kubelet lists, as comparable text.
-func criSnapshot(t *testing.T, c *criClient) (pods, ctrs []string, pids map[string]string) {
+// criState is everything the kubelet lists, as comparable text, and the
+// supervisor pid of every sandbox.
+type criState struct {
+	pods, ctrs []string
+	pids       map[string]string
+}
+
+// criSnapshot reads what the service lists.
+func criSnapshot(t *testing.T, c *criClient) criState {
 	t.Helper()
+	var pods, ctrs []string
 	ctx := rpcCtx(t)
 	lp, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	must(t, "ListPodSandbox", err)
-	pids = map[string]string{}
+	pids := map[string]string{}
 	for _, p := range lp.Items {
 		pods = append(pods, marshal(t, p))
 		st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.Id, Verbose: true})
@@ -50,7 +58,26 @@ func criSnapshot(t *testing.T, c *criClient) (pods, ctrs []string, pids map[stri
 	}
 	sort.Strings(pods)
 	sort.Strings(ctrs)
-	return pods, ctrs, pids
+	return criState{pods, ctrs, pids}
+}
+
+// sameAfter runs restart, which stops the service and starts it again
+// (maybe another version), and checks that the service then lists exactly
+// before, every sandbox with the same supervisor process; it returns a
+// client of the service.
+func sameAfter(t *testing.T, svc *criService, what string, before criState, restart func()) *criClient {
+	t.Helper()
+	restart()
+	c := dialCRI(t, svc)
+	after := criSnapshot(t, c)
+	diff(t, "sandboxes after "+what, before.pods, after.pods)
+	diff(t, "containers after "+what, before.ctrs, after.ctrs)
+	for id, pid := range before.pids {
+		if after.pids[id] != pid || pid == "0" {
+			t.Errorf("pod %s: supervisor pid %s before %s, %s after", id, pid, what, after.pids[id])
+		}
+	}
+	return c
 }
 
 func marshal(t *testing.T, m proto.Message) string {
@@ -85,33 +112,13 @@ func TestCRIRestart(t *testing.T) {
 	must(t, "StartContainer", err)
 	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
 
-	pods1, ctrs1, pids1 := criSnapshot(t, c)
-	if len(pids1) != 11 || len(ctrs1) != 2*12 {
-		t.Fatalf("before the restart: %d pods, %d container entries; want 11 and 24", len(pids1), len(ctrs1))
+	before := criSnapshot(t, c)
+	if len(before.pids) != 11 || len(before.ctrs) != 2*12 {
+		t.Fatalf("before the restart: %d pods, %d container entries; want 11 and 24", len(before.pids), len(before.ctrs))
 	}
-	svc.Kill()
-	svc.Restart()
-	c = dialCRI(t, svc)
-	pods2, ctrs2, pids2 := criSnapshot(t, c)
-	diff(t, "sandboxes", pods1, pods2)
-	diff(t, "containers", ctrs1, ctrs2)
-	for id, pid := range pids1 {
-		if pids2[id] != pid || pid == "0" {
-			t.Errorf("pod %s: supervisor pid %s before the restart, %s after", id, pid, pids2[id])
-		}
-	}
+	c = sameAfter(t, svc, "a SIGKILL", before, func() { svc.Kill(); svc.Restart() })
 	// A graceful stop (SIGTERM) leaves the pods running too.
-	svc.stop()
-	svc.Restart()
-	c = dialCRI(t, svc)
-	pods3, ctrs3, pids3 := criSnapshot(t, c)
-	diff(t, "sandboxes after SIGTERM", pods1, pods3)
-	diff(t, "containers after SIGTERM", ctrs1, ctrs3)
-	for id, pid := range pids1 {
-		if pids3[id] != pid {
-			t.Errorf("pod %s: supervisor pid %s before SIGTERM, %s after", id, pid, pids3[id])
-		}
-	}
+	c = sameAfter(t, svc, "a SIGTERM", before, func() { svc.stop(); svc.Restart() })
 	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})
 	if err == nil {
 		t.Errorf("after the restart a duplicate sandbox name was accepted")
@@ -127,11 +134,11 @@ func TestCRIRestart(t *testing.T) {
 func diff(t *testing.T, what string, a, b []string) {
 	t.Helper()
 	if len(a) != len(b) {
-		t.Errorf("%s: %d entries before the restart, %d after", what, len(a), len(b))
+		t.Errorf("%s: %d entries, %d before", what, len(b), len(a))
 	}
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {
-			t.Errorf("%s differ after the restart:\nbefore: %s\nafter:  %s", what, a[i], b[i])
+			t.Errorf("%s differ:\nbefore: %s\nafter:  %s", what, a[i], b[i])
 		}
 	}
 }

@@ -78,25 +78,18 @@ func testUpgradeFrom(t *testing.T, from string) {
 	t.Cleanup(func() { pe.Run("stop", "--force", cliPod) })
 	pe.waitState(cliPod, "running", 20*time.Second)
 
-	pods1, ctrs1, pids1 := criSnapshot(t, c)
-	svc.stop()
-	svc.rktBin, svc.stage1Bin = "", ""
-	svc.Restart()
-	c = dialCRI(t, svc)
-	pods2, ctrs2, pids2 := criSnapshot(t, c)
-	diff(t, "sandboxes", pods1, pods2)
-	diff(t, "containers", ctrs1, ctrs2)
-	for id, pid := range pids1 {
-		if pids2[id] != pid {
-			t.Errorf("pod %s: supervisor pid %s before the upgrade, %s after", id, pid, pids2[id])
-		}
-	}
+	before := criSnapshot(t, c)
+	c = sameAfter(t, svc, "the upgrade", before, func() {
+		svc.stop()
+		svc.rktBin, svc.stage1Bin = "", ""
+		svc.Restart()
+	})
 
 	// an idle old supervisor re-executes itself lean, and back, from its
 	// own binary (versions before the lean supervisor do not)
 	lean := false
 	for deadline := time.Now().Add(20 * time.Second); !lean && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		b, _ := os.ReadFile("/proc/" + pids2[pod0] + "/cmdline")
+		b, _ := os.ReadFile("/proc/" + before.pids[pod0] + "/cmdline")
 		lean = strings.Contains(string(b), "lean")
 	}
 	t.Logf("the old pod's supervisor went lean while idle: %v", lean)
@@ -135,14 +128,11 @@ func testUpgradeFrom(t *testing.T, from string) {
 	// and back: the earlier version takes over again (a rollback), with a
 	// pod this version started
 	newPod, newCtr := runPodWithContainer(t, c, "upgrade-new", imgID, logDir)
-	pods3, ctrs3, _ := criSnapshot(t, c)
-	svc.stop()
-	svc.rktBin, svc.stage1Bin = oldRkt, oldStage1
-	svc.Restart()
-	c = dialCRI(t, svc)
-	pods4, ctrs4, _ := criSnapshot(t, c)
-	diff(t, "sandboxes after the rollback", pods3, pods4)
-	diff(t, "containers after the rollback", ctrs3, ctrs4)
+	c = sameAfter(t, svc, "the rollback", criSnapshot(t, c), func() {
+		svc.stop()
+		svc.rktBin, svc.stage1Bin = oldRkt, oldStage1
+		svc.Restart()
+	})
 	ctx = rpcCtx(t)
 	r, err = c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: newCtr, Cmd: []string{"echo", "rolled back"}, Timeout: 10})
 	must(t, "ExecSync of the earlier version in a new pod", err)
@@ -150,7 +140,7 @@ func testUpgradeFrom(t *testing.T, from string) {
 		t.Errorf("ExecSync of the earlier version in a new pod: exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
 	}
 
-	for _, id := range append(slices.Collect(maps.Keys(pids1)), newPod) {
+	for _, id := range append(slices.Collect(maps.Keys(before.pids)), newPod) {
 		_, err := c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 		must(t, "StopPodSandbox "+id, err)
 		_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
