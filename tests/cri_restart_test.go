@@ -104,13 +104,7 @@ func TestCRIRestart(t *testing.T) {
 	}
 	// one exited container too, to check exit codes and finish times
 	pod0, _ := runPodWithContainer(t, c, "restart-exited", imgID, logDir)
-	ctx := rpcCtx(t)
-	ex, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod0,
-		Config: containerConfig("exits", imgID, "sh", "-c", "exit 7"), SandboxConfig: podConfig("restart-exited", logDir)})
-	must(t, "CreateContainer", err)
-	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ex.ContainerId})
-	must(t, "StartContainer", err)
-	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
+	exited := runExit7(t, c, pod0, podConfig("restart-exited", logDir), imgID)
 
 	before := criSnapshot(t, c)
 	if len(before.pids) != 11 || len(before.ctrs) != 2*12 {
@@ -119,15 +113,29 @@ func TestCRIRestart(t *testing.T) {
 	c = sameAfter(t, svc, "a SIGKILL", before, func() { svc.Kill(); svc.Restart() })
 	// A graceful stop (SIGTERM) leaves the pods running too.
 	c = sameAfter(t, svc, "a SIGTERM", before, func() { svc.stop(); svc.Restart() })
-	_, err = c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})
+	_, err := c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})
 	if err == nil {
 		t.Errorf("after the restart a duplicate sandbox name was accepted")
 	}
-	st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ex.ContainerId})
+	st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: exited})
 	must(t, "ContainerStatus", err)
 	if st.Status.ExitCode != 7 || st.Status.Reason != "Error" {
 		t.Errorf("exited container after the restart: exit %d reason %q; want 7 Error", st.Status.ExitCode, st.Status.Reason)
 	}
+}
+
+// runExit7 runs a container that exits 7 in the sandbox and waits until
+// it has exited; it returns its ID.
+func runExit7(t *testing.T, c *criClient, sandbox string, pc *runtimeapi.PodSandboxConfig, image string) string {
+	t.Helper()
+	ctx := rpcCtx(t)
+	ex, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandbox,
+		Config: containerConfig("exits", image, "sh", "-c", "exit 7"), SandboxConfig: pc})
+	must(t, "CreateContainer", err)
+	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ex.ContainerId})
+	must(t, "StartContainer", err)
+	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
+	return ex.ContainerId
 }
 
 // diff reports entries that differ between two sorted lists.

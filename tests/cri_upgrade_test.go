@@ -59,13 +59,7 @@ func testUpgradeFrom(t *testing.T, from string) {
 	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
 	pod0, ctr0 := runPodWithContainer(t, c, "upgrade-0", imgID, logDir)
 	runPodWithContainer(t, c, "upgrade-1", imgID, logDir)
-	ctx := rpcCtx(t)
-	ex, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod0,
-		Config: containerConfig("exits", imgID, "sh", "-c", "exit 7"), SandboxConfig: podConfig("upgrade-0", logDir)})
-	must(t, "CreateContainer", err)
-	_, err = c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ex.ContainerId})
-	must(t, "StartContainer", err)
-	waitContainerState(t, c, ex.ContainerId, runtimeapi.ContainerState_CONTAINER_EXITED)
+	exited := runExit7(t, c, pod0, podConfig("upgrade-0", logDir), imgID)
 
 	run := pe.Command(context.Background(), append(append([]string{"run"}, pe.netArgs()...), "--detach", pe.image, "--exec=/bin/sleep", "--", "600")...)
 	run.Path, run.Args[0] = oldRkt, oldRkt
@@ -93,7 +87,7 @@ func testUpgradeFrom(t *testing.T, from string) {
 		lean = strings.Contains(string(b), "lean")
 	}
 	t.Logf("the old pod's supervisor went lean while idle: %v", lean)
-	ctx = rpcCtx(t)
+	ctx := rpcCtx(t)
 	r, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctr0, Cmd: []string{"echo", "upgraded"}, Timeout: 10})
 	must(t, "ExecSync in an old pod", err)
 	if strings.TrimSpace(string(r.Stdout)) != "upgraded" || r.ExitCode != 0 {
@@ -109,7 +103,7 @@ func testUpgradeFrom(t *testing.T, from string) {
 	must(t, "ContainerStats in an old pod", err)
 	_, err = c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: added.ContainerId, Timeout: 1})
 	must(t, "StopContainer in an old pod", err)
-	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ex.ContainerId})
+	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: exited})
 	must(t, "ContainerStatus", err)
 	if st.Status.ExitCode != 7 {
 		t.Errorf("an old pod's exited container after the upgrade: exit %d, want 7", st.Status.ExitCode)
