@@ -2,6 +2,8 @@ package tests
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,19 +26,21 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	requireRoot(t)
 	env := testutil.NewEnv(t)
 	img := filepath.Join(t.TempDir(), "data.ext4")
-	mountData := func() {
-		t.Helper()
+	mountData := func() error {
 		if out, err := exec.Command("mount", "-o", "loop", img, env.DataDir).CombinedOutput(); err != nil {
-			t.Fatalf("cannot mount %s on the data dir: %v: %s", img, err, out)
+			return fmt.Errorf("cannot mount %s on the data dir: %v: %s", img, err, out)
 		}
+		return nil
 	}
 	if out, err := exec.Command("sh", "-c", "truncate -s 256M "+img+" && mkfs.ext4 -q -F "+img).CombinedOutput(); err != nil {
 		t.Skipf("cannot make an ext4 filesystem: %v: %s", err, out)
 	}
-	if out, err := exec.Command("mount", "-o", "loop", img, env.DataDir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount an ext4 loop filesystem: %v: %s", err, out)
+	if err := mountData(); err != nil {
+		t.Skip(err)
 	}
-	must(t, "chmod the data dir", exec.Command("chmod", "0751", env.DataDir).Run())
+	// the data dir's mode as installed (tmpfiles.d) instead of mkfs's 0755;
+	// env.Root above it is 0700
+	must(t, "chmod the data dir", os.Chmod(env.DataDir, 0o751))
 	t.Cleanup(func() { syscall.Unmount(env.DataDir, syscall.MNT_DETACH) })
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
@@ -130,9 +134,7 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	}
 
 	// the repair: a reboot, fsck, the filesystem mounted again
-	svc.stop()
-	testutil.PowerCut(t, env.DataDir, env.SeenPods())
-	must(t, "delete the pod bridge", exec.Command("ip", "link", "del", svc.bridge(t)).Run())
+	rebootNode(t, svc)
 	must(t, "unmount the data dir", syscall.Unmount(env.DataDir, 0))
 	if out, err := exec.Command("e2fsck", "-f", "-y", img).CombinedOutput(); err != nil {
 		var ee *exec.ExitError
@@ -140,7 +142,7 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 			t.Fatalf("e2fsck: %v: %s", err, out)
 		}
 	}
-	mountData()
+	must(t, "mount the data dir again", mountData())
 	svc.Restart()
 	c = dialCRI(t, svc)
 	ctx = rpcCtx(t)

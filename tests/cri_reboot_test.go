@@ -40,14 +40,8 @@ func TestCRIAfterReboot(t *testing.T) {
 	cliPod := pe.runDetached(pe.image, "--exec=/bin/sleep", "--", "600")
 	pe.waitState(cliPod, "running", 20*time.Second)
 
-	svc.stop()
+	rebootNode(t, svc, pe.bridge)
 	decoy := startDecoy(t)
-	testutil.PowerCut(t, pe.DataDir, pe.SeenPods())
-	for _, br := range []string{svc.bridge(t), pe.bridge} {
-		if out, err := exec.Command("ip", "link", "del", br).CombinedOutput(); err != nil {
-			t.Fatalf("cannot delete bridge %s: %v: %s", br, err, out)
-		}
-	}
 	giveRecordedPids(t, pe.DataDir, decoy)
 
 	svc.Restart()
@@ -104,6 +98,20 @@ func TestCRIAfterReboot(t *testing.T) {
 	cli2 := pe.runDetached(pe.image, "--exec=/bin/sleep", "--", "600")
 	pe.waitState(cli2, "running", 20*time.Second)
 	pe.RunOK("stop", "--force", cli2)
+}
+
+// rebootNode stops the service and leaves the node as a reboot does
+// (testutil.PowerCut), the service's pod bridge and the other bridges
+// given deleted.
+func rebootNode(t *testing.T, svc *criService, bridges ...string) {
+	t.Helper()
+	svc.stop()
+	testutil.PowerCut(t, svc.env.DataDir, svc.env.SeenPods())
+	for _, br := range append([]string{svc.bridge(t)}, bridges...) {
+		if out, err := exec.Command("ip", "link", "del", br).CombinedOutput(); err != nil {
+			t.Fatalf("cannot delete bridge %s: %v: %s", br, err, out)
+		}
+	}
 }
 
 // startDecoy starts a process that stands for whatever a rebooted host

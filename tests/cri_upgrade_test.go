@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -61,14 +60,10 @@ func testUpgradeFrom(t *testing.T, from string) {
 	runPodWithContainer(t, c, "upgrade-1", imgID, logDir)
 	exited := runExit7(t, c, pod0, podConfig("upgrade-0", logDir), imgID)
 
-	run := pe.Command(context.Background(), append(append([]string{"run"}, pe.netArgs()...), "--detach", pe.image, "--exec=/bin/sleep", "--", "600")...)
-	run.Path, run.Args[0] = oldRkt, oldRkt
-	out, err := run.Output()
-	if err != nil {
-		t.Fatalf("rkt run of the earlier version: %v", err)
-	}
-	cliPod := strings.TrimSpace(string(out))
-	pe.TrackPod(cliPod)
+	oldCLI, oldEnv := *pe, *pe.Env
+	oldEnv.Bin = oldRkt
+	oldCLI.Env = &oldEnv
+	cliPod := oldCLI.runDetached(pe.image, "--exec=/bin/sleep", "--", "600")
 	t.Cleanup(func() { pe.Run("stop", "--force", cliPod) })
 	pe.waitState(cliPod, "running", 20*time.Second)
 

@@ -31,6 +31,7 @@ type Env struct {
 	ExtraEnv     []string // added to the environment of every rkt process
 	Debug        bool     // pass --debug to every invocation
 	Timeout      time.Duration
+	Bin          string // the rkt binary; "" for RKTBin's
 
 	tracker *podTracker
 }
@@ -108,7 +109,11 @@ func (e *Env) GlobalArgs() []string {
 // caller owns the process (use it for background or killed processes).
 func (e *Env) Command(ctx context.Context, args ...string) *exec.Cmd {
 	full := append(e.GlobalArgs(), args...)
-	cmd := exec.CommandContext(ctx, RKTBin(e.T), full...)
+	bin := e.Bin
+	if bin == "" {
+		bin = RKTBin(e.T)
+	}
+	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Env = append(os.Environ(), e.ExtraEnv...)
 	return cmd
 }
