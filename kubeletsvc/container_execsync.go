@@ -99,14 +99,7 @@ func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runt
 	if err := checkStrings("cmd", r.GetCmd()); err != nil {
 		return nil, err
 	}
-	ct, err := c.getContainer(ctx, r.GetContainerId())
-	if err != nil {
-		return nil, err
-	}
-	if !ct.sb.ready() {
-		return nil, fmt.Errorf("%w: container %s does not run", errFailedPrecondition, ct.id)
-	}
-	st, err := c.streamServer()
+	st, err := c.streamServerFor(ctx, r.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
@@ -115,18 +108,24 @@ func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runt
 
 // Attach returns a streaming URL to attach to a container.
 func (c *criService) Attach(ctx context.Context, r *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	ct, err := c.getContainer(ctx, r.GetContainerId())
+	st, err := c.streamServerFor(ctx, r.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	return st.GetAttach(r)
+}
+
+// streamServerFor returns the streaming server for a session with the
+// container id, which must be in a running sandbox.
+func (c *criService) streamServerFor(ctx context.Context, id string) (streaming.Server, error) {
+	ct, err := c.getContainer(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ct.sb.ready() {
 		return nil, fmt.Errorf("%w: container %s does not run", errFailedPrecondition, ct.id)
 	}
-	st, err := c.streamServer()
-	if err != nil {
-		return nil, err
-	}
-	return st.GetAttach(r)
+	return c.streamServer()
 }
 
 // streamServer returns the streaming server, made on first use.
