@@ -127,7 +127,7 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	c = dialCRI(t, svc)
 	reads("the service restarted")
 	_, err = c.StopPodSandbox(rpcCtx(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod})
-	writeFails("StopPodSandbox", err, "") // stage1 gc's error, not an errno
+	writeFails("StopPodSandbox", err, "FailedPrecondition") // the teardown's EROFS
 	if st, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ctr}); err != nil ||
 		st.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 		t.Errorf("container after StopPodSandbox on a read-only data dir: %v %v; want it stopped", st.GetStatus().GetState(), err)
