@@ -87,12 +87,11 @@ func BenchmarkCRI(b *testing.B) {
 	svc := startCRIService(b, env, "--log-level=warn")
 	c := dialCRI(b, svc)
 	_, imgID := pullTestImage(b, c)
-	b.Cleanup(func() { removeAllPods(b, c) })
+	logDir := podLogDir(b, c)
 	pid := svc.cmd.Process.Pid
 	time.Sleep(500 * time.Millisecond)
 	idleRSS := rssKB(pid)
 	ctx := context.Background()
-	logDir := b.TempDir()
 
 	lat := latencies{}
 	for i := 0; i < 20; i++ {

@@ -36,11 +36,11 @@ func TestCRICgroup2Unified(t *testing.T) {
 	svc := startCRIServiceUnified(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := podLogDirOf(t, svc)
 	ctx := rpcCtx(t)
 
 	const mib = 1 << 20
-	pc := podConfig("cgroup2", t.TempDir())
+	pc := podConfig("cgroup2", logDir)
 	pc.Linux.Resources = &runtimeapi.LinuxContainerResources{
 		HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 8 * mib}},
 	}

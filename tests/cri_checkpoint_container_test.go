@@ -28,7 +28,7 @@ import (
 func TestCRICheckpointContainer(t *testing.T) {
 	env, svc, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	pc := podConfig("ckpt-ctr", logDir)
 	podID, started := runCounters(t, c, imgID, pc, nil, "one", "two")
 	ids := map[string]string{"one": started[0], "two": started[1]}
@@ -125,7 +125,7 @@ func TestCRICheckpointContainer(t *testing.T) {
 	if b, err := exec.Command("tar", "-xf", archive, "-C", dir).CombinedOutput(); err != nil {
 		t.Fatalf("tar -x the archive: %v: %s", err, b)
 	}
-	logDir2 := t.TempDir()
+	logDir2 := podLogDir(t, c)
 	floor := count(logDir, "one")
 	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: dir, Config: podConfig("ckpt-ctr-restored", logDir2),
 		ContainerConfigs: []*runtimeapi.ContainerConfig{containerConfig("one", imgID, "sh", "-c", counterScript)}})
@@ -166,7 +166,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	must(t, "write the criu wrapper", os.WriteFile(criu, []byte(script), 0o700))
 	env, svc, c, imgID := checkpointService(t, criu)
 	ctx := rpcCtx(t)
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	podID, ids := runCounters(t, c, imgID, podConfig("ckpt-late", logDir), nil, "one", "two")
 	lines := func(name string) int {
 		b, _ := os.ReadFile(filepath.Join(logDir, name+".log"))
@@ -267,7 +267,7 @@ func TestCRICheckpointDeadline(t *testing.T) {
 	// A restore whose criu never answers: killed 10 s past the
 	// StartContainer's deadline; the container exits with the reason,
 	// nothing of it runs, and the pod restores again once criu works.
-	rpc := podConfig("restore-late", t.TempDir())
+	rpc := podConfig("restore-late", podLogDir(t, c))
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: rpc})
 	must(t, "RunPodSandbox", err)
 	restored := func(name string) string {

@@ -32,7 +32,7 @@ func TestCRIRestoreSharedPIDForks(t *testing.T) {
 			cfg.Command = []string{"sh", "-c", forkerScript}
 		}
 	}
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	pc := podConfig("ckpt-forks", logDir)
 	podID, ids := runCounters(t, c, imgID, pc, forker, "forker")
 	// 60 PIDs go by before the counter starts: its PIDs are above those a
@@ -73,7 +73,7 @@ func TestCRIRestoreSharedPIDForks(t *testing.T) {
 	_, err = c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod", err)
 
-	logDir2 := t.TempDir()
+	logDir2 := podLogDir(t, c)
 	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: podConfig("restored-forks", logDir2), ContainerConfigs: cfgs})
 	must(t, "RestorePod", err)
 	byName := map[string]string{}

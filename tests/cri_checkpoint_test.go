@@ -38,7 +38,7 @@ const counterScript = `trap 'exit 0' TERM; i=0; j=0; [ -f /count ] && i=$(cat /c
 func TestCRICheckpointPod(t *testing.T) {
 	_, _, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	pc := podConfig("ckpt", logDir)
 	podID, ids := runCounters(t, c, imgID, pc, nil, "one", "two")
 	stopped, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
@@ -209,7 +209,7 @@ func TestCRICheckpointPod(t *testing.T) {
 	// restored containers are CREATED, then StartContainer resumes their
 	// counters where the checkpoint cut them, with /count in their rootfs.
 	before := treeState(t, out)
-	logDir2 := t.TempDir()
+	logDir2 := podLogDir(t, c)
 	pc2 := podConfig("restored", logDir2)
 	cfgs := func(cmd ...string) []*runtimeapi.ContainerConfig {
 		var l []*runtimeapi.ContainerConfig
@@ -466,7 +466,7 @@ func TestCRICheckpointPodOwnPID(t *testing.T) {
 		cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}}
 	}
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	pc := own(podConfig("ckpt-pid", logDir))
 	podID, ids := runCounters(t, c, imgID, pc, ownCtr, "one", "two")
 	var cfgs []*runtimeapi.ContainerConfig // the same, to restore
@@ -490,11 +490,11 @@ func TestCRICheckpointPodOwnPID(t *testing.T) {
 	out := t.TempDir()
 	_, err := c.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{PodSandboxId: podID, OutputPath: out, ContainerIds: ids})
 	must(t, "CheckpointPod", err)
-	_, err = c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: podConfig("shared", t.TempDir()), ContainerConfigs: cfgs})
+	_, err = c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: podConfig("shared", podLogDir(t, c)), ContainerConfigs: cfgs})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("RestorePod into a pod with a shared PID namespace: %v, want FailedPrecondition", err)
 	}
-	logDir2 := t.TempDir()
+	logDir2 := podLogDir(t, c)
 	rr, err := c.RestorePod(ctx, &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: own(podConfig("restored-pid", logDir2)), ContainerConfigs: cfgs})
 	must(t, "RestorePod", err)
 	for _, rc := range rr.RestoredContainers {

@@ -115,6 +115,24 @@ func removeAllPods(t testing.TB, c *criClient) {
 	}
 }
 
+// podLogDir returns a directory for the logs of pods of c; every pod of c is
+// removed at the end of the test, before the directory is.
+func podLogDir(t testing.TB, c *criClient) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() { removeAllPods(t, c) })
+	return dir
+}
+
+// podLogDirOf is podLogDir for the pods of svc, removed through a connection
+// made at cleanup (svc may have been restarted by then).
+func podLogDirOf(t testing.TB, svc *criService) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	return dir
+}
+
 // pullTestImage pushes busybox to a loopback registry and pulls it through
 // the service; it returns the reference and the image ID.
 func pullTestImage(t testing.TB, c *criClient) (string, string) {

@@ -26,7 +26,7 @@ func TestCRIDiskFull(t *testing.T) {
 	t.Cleanup(func() { syscall.Unmount(env.DataDir, syscall.MNT_DETACH) })
 	svc := startCRIService(t, env, "--repair-interval=1s")
 	c := dialCRI(t, svc)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	base, baseID := pullTestImage(t, c)
 
 	noise := make([]byte, 4<<20)
@@ -85,7 +85,7 @@ func TestCRIDiskFull(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	_, cid := runPodWithContainer(t, c, "after-diskfull", base, t.TempDir())
+	_, cid := runPodWithContainer(t, c, "after-diskfull", base, logDir)
 	st, err := c.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: cid})
 	must(t, "ContainerStatus", err)
 	if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -41,10 +41,7 @@ func TestCRIHostileInput(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
-	// made first, removed last: after the pods, whose prestarted
-	// container may still be opening its log there
-	logDir := t.TempDir()
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	ctx := rpcCtx(t)
 	pc := podConfig("hostile", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
@@ -242,9 +239,9 @@ func TestCRIManyEnv(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	ctx := rpcCtx(t)
-	pc := podConfig("manyenv", t.TempDir())
+	pc := podConfig("manyenv", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)
 	cfg := containerConfig("manyenv", ref, "true")
@@ -274,13 +271,13 @@ func TestCRIMessageSizes(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	ctx := rpcCtx(t)
 	big := map[string]string{"big": strings.Repeat("x", 12<<20)}
 	if _, err := c.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: big}}); err != nil {
 		t.Errorf("ListContainers with a 12 MiB request: %v", err)
 	}
-	_, ctrID := runPodWithContainer(t, c, "bigexec", ref, t.TempDir())
+	_, ctrID := runPodWithContainer(t, c, "bigexec", ref, logDir)
 	kubelet := grpc.MaxCallRecvMsgSize(16 << 20) // what the kubelet's CRI client accepts
 	r, err := c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctrID, Cmd: []string{"sh", "-c", "head -c 50000000 /dev/zero; echo err >&2"}}, kubelet)
 	if err != nil {
@@ -302,9 +299,9 @@ func TestCRINoSpace(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, c) })
 	ctx := rpcCtx(t)
 	full := mountTmpfs(t, "private", "size=64k,nr_inodes=2")
+	t.Cleanup(func() { removeAllPods(t, c) }) // before full is unmounted
 	pc := podConfig("nospace", full)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)

@@ -30,8 +30,7 @@ func TestCRIHungMount(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	logDir := t.TempDir() // removed after the pods
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := podLogDirOf(t, svc)
 	pod, first := runPodWithContainer(t, c, "hung", imgID, logDir)
 
 	// host is a shared mount: what is mounted below it reaches the

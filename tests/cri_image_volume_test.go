@@ -21,7 +21,7 @@ func TestCRIImageVolume(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ctx := rpcCtx(t)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	_, busybox := pullTestImage(t, c)
 	reg := testutil.StartRegistry(t)
 	dataRef := reg.Push(t, "data:1", testutil.Image(t, testutil.ImageConfig{},
@@ -31,7 +31,7 @@ func TestCRIImageVolume(t *testing.T) {
 	must(t, "PullImage", err)
 	data := pr.ImageRef
 
-	pc := podConfig("imagevol", t.TempDir())
+	pc := podConfig("imagevol", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)
 	create := func(name, sub string) (string, error) {

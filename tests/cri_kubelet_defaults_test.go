@@ -17,12 +17,12 @@ func TestKubeletDefaultsOnThisHost(t *testing.T) {
 	env := testutil.NewEnv(t)
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	ref, _ := pullTestImage(t, c)
 	ctx := rpcCtx(t)
 
 	se := &runtimeapi.SELinuxOption{Level: "s0"}
-	pc := podConfig("kubelet-defaults", t.TempDir())
+	pc := podConfig("kubelet-defaults", logDir)
 	pc.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{SelinuxOptions: se}
 	pc.Linux.Resources = &runtimeapi.LinuxContainerResources{
 		HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 0}},

@@ -178,6 +178,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		}
 		crictlRounds = n
 	}
+	logDir := b.TempDir() // made before the peers: removed after their pods
 	peers := []*peer{{name: "rkt", c: dialCRI(b, svc), ep: svc.Endpoint, pid: svc.cmd.Process.Pid, podPSS: rktPodPSS}}
 	var versions []string
 	for _, d := range dists {
@@ -212,7 +213,6 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	for _, p := range peers {
 		idle[p.name] = smapsKB(p.pid, "Rss")
 	}
-	logDir := b.TempDir()
 	lat := map[string]latencies{}
 	for _, p := range peers {
 		lat[p.name] = latencies{}

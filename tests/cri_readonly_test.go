@@ -44,8 +44,7 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	t.Cleanup(func() { syscall.Unmount(env.DataDir, syscall.MNT_DETACH) })
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
-	logDir := t.TempDir()
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := podLogDirOf(t, svc)
 	ref, imgID := pullTestImage(t, c)
 	pod, ctr := runPodWithContainer(t, c, "ro-0", imgID, logDir)
 

@@ -30,8 +30,7 @@ func TestCRIAfterReboot(t *testing.T) {
 	svc := startCRIService(t, pe.Env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	logDir := t.TempDir()
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := podLogDirOf(t, svc)
 	sandboxes := map[string]string{} // sandbox -> container
 	for _, name := range []string{"reboot-0", "reboot-1"} {
 		pod, ctr := runPodWithContainer(t, c, name, imgID, logDir)

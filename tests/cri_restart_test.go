@@ -97,8 +97,7 @@ func TestCRIRestart(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
-	logDir := t.TempDir()
+	logDir := podLogDirOf(t, svc)
 	for i := 0; i < 10; i++ {
 		runPodWithContainer(t, c, fmt.Sprintf("restart-%d", i), imgID, logDir)
 	}
@@ -176,8 +175,7 @@ func TestCRIRestartPrivateMounts(t *testing.T) {
 	svc := startCRIServicePrivateMounts(t, env)
 	c := dialCRI(t, svc)
 	ref, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
-	logDir := t.TempDir()
+	logDir := podLogDirOf(t, svc)
 	pod, first := runPodWithContainer(t, c, "private-mounts", imgID, logDir)
 	gone, _ := runPodWithContainer(t, c, "gone", imgID, logDir)
 	svc.Kill()

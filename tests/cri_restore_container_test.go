@@ -29,7 +29,7 @@ import (
 func TestCRIRestoreContainer(t *testing.T) {
 	env, svc, c, imgID := checkpointService(t, toolPath(t, "criu"))
 	ctx := rpcCtx(t)
-	logDir := t.TempDir()
+	logDir := podLogDir(t, c)
 	pc := podConfig("restore-src", logDir)
 	_, ids := runCounters(t, c, imgID, pc, nil, "one")
 	count := counterLogCount
@@ -50,7 +50,7 @@ func TestCRIRestoreContainer(t *testing.T) {
 
 	// crictl create with the archive as image, into a new pod
 	cr := newCrictl(t, svc)
-	dir := t.TempDir()
+	dir := podLogDir(t, c)
 	podJSON, _ := json.Marshal(map[string]any{
 		"metadata":      map[string]any{"name": "restored", "namespace": "restore", "uid": "restored-uid"},
 		"log_directory": dir, "linux": map[string]any{}})
@@ -86,7 +86,7 @@ func TestCRIRestoreContainer(t *testing.T) {
 	// Into a pod whose shared PID namespace has a running container with
 	// the checkpointed process's PID: criu cannot give it its PID, and the
 	// start fails, leaving the neighbour running and nothing behind.
-	logDir4 := t.TempDir()
+	logDir4 := podLogDir(t, c)
 	pc4 := podConfig("restored-beside", logDir4)
 	pod4, neighbour := runCounters(t, c, imgID, pc4, nil, "neighbour")
 	cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod4, Config: cfg, SandboxConfig: pc4})
@@ -116,7 +116,7 @@ func TestCRIRestoreContainer(t *testing.T) {
 		t.Errorf("the neighbour of a failed restore is %v", st.Status.State)
 	}
 	// Into a pod of its own.
-	logDir3 := t.TempDir()
+	logDir3 := podLogDir(t, c)
 	pc3 := podConfig("restored-image", logDir3)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc3})
 	must(t, "RunPodSandbox", err)

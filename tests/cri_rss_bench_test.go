@@ -95,9 +95,8 @@ func BenchmarkServiceRSS(b *testing.B) {
 	empty := readRSSParts(pid, exe)
 
 	_, imgID := pullTestImage(b, c)
-	b.Cleanup(func() { removeAllPods(b, c) })
+	logDir := podLogDir(b, c)
 	ctx := context.Background()
-	logDir := b.TempDir()
 
 	time.Sleep(time.Second)
 	idle := readRSSParts(pid, exe)

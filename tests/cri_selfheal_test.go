@@ -66,8 +66,7 @@ func TestCRISupervisorDeathTimes(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
-	logDir := t.TempDir()
+	logDir := podLogDirOf(t, svc)
 	seenPod, seenCtr := runPodWithContainer(t, c, "killed-seen", imgID, logDir)
 	unseenPod, unseenCtr := runPodWithContainer(t, c, "killed-unseen", imgID, logDir)
 
@@ -191,11 +190,11 @@ func httpGet(t *testing.T, ip string, port int) string {
 }
 
 // criWebPod runs a sandbox with an httpd container answering body on port
-// 8080 and returns the sandbox ID and its IP.
-func criWebPod(t *testing.T, c *criClient, name, image, body string) (string, string) {
+// 8080, logging in logDir, and returns the sandbox ID and its IP.
+func criWebPod(t *testing.T, c *criClient, name, image, body, logDir string) (string, string) {
 	t.Helper()
 	ctx := rpcCtx(t)
-	pc := podConfig(name, t.TempDir())
+	pc := podConfig(name, logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox "+name, err)
 	cc, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
@@ -238,7 +237,7 @@ func TestDefaultNetworkCLIAndCRI(t *testing.T) {
 	}
 	svc := startCRIService(t, pe.Env, "--cni-conf-dir="+t.TempDir())
 	c := dialCRI(t, svc)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
+	logDir := podLogDirOf(t, svc)
 	_, imgID := pullTestImage(t, c)
 
 	r := pe.Run(append([]string{"run", "--detach", "--default-subnet=" + cliSubnet, pe.image}, httpdArgs(8080, "cli")...)...)
@@ -251,7 +250,7 @@ func TestDefaultNetworkCLIAndCRI(t *testing.T) {
 	cliIP := pe.waitState(cliPod, "running", 10*time.Second).podIP()
 
 	setPodCIDR(t, c, podCIDR)
-	oldPod, oldIP := criWebPod(t, c, "old-cidr", imgID, "cri-old")
+	oldPod, oldIP := criWebPod(t, c, "old-cidr", imgID, "cri-old", logDir)
 	if got := httpGet(t, cliIP, 8080); got != "cli" {
 		t.Errorf("CLI pod %s answered %q", cliIP, got)
 	}
@@ -266,7 +265,7 @@ func TestDefaultNetworkCLIAndCRI(t *testing.T) {
 	_, err = c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: oldPod})
 	must(t, "RemovePodSandbox", err)
 	setPodCIDR(t, c, newCIDR)
-	_, newIP := criWebPod(t, c, "new-cidr", imgID, "cri-new")
+	_, newIP := criWebPod(t, c, "new-cidr", imgID, "cri-new", logDir)
 	if _, ipnet, _ := net.ParseCIDR(newCIDR); !ipnet.Contains(net.ParseIP(newIP)) {
 		t.Errorf("CRI pod IP %s not in the new pod CIDR %s", newIP, newCIDR)
 	}

@@ -35,10 +35,9 @@ func TestCRIStopSignal(t *testing.T) {
 	usr1Ref := reg.Push(t, "rkt-test/stopsignal:1", img)
 	pr, err := c.PullImage(rpcCtx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: usr1Ref}})
 	must(t, "PullImage "+usr1Ref, err)
-	t.Cleanup(func() { removeAllPods(t, c) })
+	logDir := podLogDir(t, c)
 	ctx := rpcCtx(t)
 
-	logDir := t.TempDir()
 	pc := podConfig("stopsig", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
 	must(t, "RunPodSandbox", err)

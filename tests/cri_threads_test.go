@@ -41,8 +41,7 @@ func TestCRIThreadsPerPod(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
-	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })
-	logDir := t.TempDir()
+	logDir := podLogDirOf(t, svc)
 	pid := svc.cmd.Process.Pid
 	start := threadCount(t, pid)
 	peak := start

@@ -116,6 +116,13 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 	}
 	var rts []*staticPodRuntime
 	for _, name := range names {
+		// the kubelet's root, with its pods' logs: made before the
+		// runtime starts, removed after its pods
+		root, err := os.MkdirTemp("", "rkt-bench-kubelet-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(root) })
 		var endpoint string
 		if name == "rkt" {
 			// at containerd's log level; RKT_BENCH_SVC_LOG=file keeps
@@ -140,11 +147,6 @@ func BenchmarkKubeletStaticPod(b *testing.B) {
 				b.Fatalf("%s: PullImage %s: %v", name, img, err)
 			}
 		}
-		root, err := os.MkdirTemp("", "rkt-bench-kubelet-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { os.RemoveAll(root) })
 		kubeletEndpoint := endpoint
 		if trace != "" {
 			rt.proxy = startCRITraceProxy(b, endpoint, root)

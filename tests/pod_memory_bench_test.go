@@ -29,8 +29,7 @@ func BenchmarkPodMemory(b *testing.B) {
 	svc := startCRIService(b, env, "--log-level=warn")
 	c := dialCRI(b, svc)
 	_, imgID := pullTestImage(b, c)
-	b.Cleanup(func() { removeAllPods(b, dialCRI(b, svc)) })
-	logDir := b.TempDir()
+	logDir := podLogDirOf(b, svc)
 	ctx := context.Background()
 	var pods, ctrs []string
 	for i := 0; i < n; i++ {
