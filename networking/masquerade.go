@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // The built-in default network masquerades with one rule per subnet instead
@@ -43,16 +45,18 @@ func acquireMasquerade(ctx context.Context, cfg Config, subnet, uuid string) err
 		return err
 	}
 	users := cfg.masqueradeUsers(subnet)
-	if err := os.MkdirAll(users, 0o755); err != nil {
+	if err := fileperm.MkdirAll(users, fileperm.Private); err != nil {
 		return fmt.Errorf("cannot record use of outbound NAT: %w", err)
 	}
 	others, err := os.ReadDir(users)
 	if err != nil {
 		return fmt.Errorf("cannot list users of outbound NAT: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(users, uuid), nil, 0o644); err != nil {
+	marker, err := fileperm.OpenFile(filepath.Join(users, uuid), os.O_WRONLY|os.O_CREATE, fileperm.Private)
+	if err != nil {
 		return fmt.Errorf("cannot record use of outbound NAT: %w", err)
 	}
+	marker.Close()
 	// Other users mean the rule is there: no iptables call on this path.
 	if len(others) > 0 || masqueradePresent(ctx, subnet) {
 		return nil
