@@ -49,14 +49,14 @@ func attrsField(m protobuf.Message) protowire.Number {
 	return m.ProtoReflect().Descriptor().Fields().ByName("attributes").Number()
 }
 
-// get returns the field num holding m, encoding it on first use.
-func (r *rawAttrs) get(num protowire.Number, m func() protobuf.Message) protoreflect.RawFields {
+// get returns m as the field numbered num(), encoding it on first use.
+func (r *rawAttrs) get(num func() protowire.Number, m func() protobuf.Message) protoreflect.RawFields {
 	r.once.Do(func() {
 		b, err := protobuf.Marshal(m())
 		if err != nil {
 			return // leaves the item without attributes rather than fail the call
 		}
-		r.b = protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+		r.b = protowire.AppendBytes(protowire.AppendTag(nil, num(), protowire.BytesType), b)
 	})
 	return r.b
 }
@@ -64,7 +64,7 @@ func (r *rawAttrs) get(num protowire.Number, m func() protobuf.Message) protoref
 // statsItem returns the container's stats item with its attributes.
 func (ct *container) statsItem() *runtimeapi.ContainerStats {
 	out := &runtimeapi.ContainerStats{}
-	out.ProtoReflect().SetUnknown(ct.attrs.get(ctrAttrsField(), func() protobuf.Message {
+	out.ProtoReflect().SetUnknown(ct.attrs.get(ctrAttrsField, func() protobuf.Message {
 		return &runtimeapi.ContainerAttributes{Id: ct.id, Metadata: ct.cfg.GetMetadata(), Labels: ct.cfg.GetLabels(), Annotations: ct.cfg.GetAnnotations()}
 	}))
 	return out
@@ -73,7 +73,7 @@ func (ct *container) statsItem() *runtimeapi.ContainerStats {
 // statsItem returns the sandbox's stats item with its attributes.
 func (s *sandbox) statsItem() *runtimeapi.PodSandboxStats {
 	out := &runtimeapi.PodSandboxStats{Linux: &runtimeapi.LinuxPodSandboxStats{}}
-	out.ProtoReflect().SetUnknown(s.attrs.get(sbAttrsField(), func() protobuf.Message {
+	out.ProtoReflect().SetUnknown(s.attrs.get(sbAttrsField, func() protobuf.Message {
 		return &runtimeapi.PodSandboxAttributes{Id: s.ID(), Metadata: s.cfg.GetMetadata(), Labels: s.cfg.GetLabels(), Annotations: s.cfg.GetAnnotations()}
 	}))
 	return out
