@@ -29,6 +29,11 @@ timeout: 60
 //     scopes, pods survive `systemctl restart` and `stop` of the service and
 //     the socket activates it again, rkt-gc.timer runs rkt-gc.service,
 //     which collects an exited pod;
+//   - "pure cgroup v2": the same install on a machine whose only cgroup
+//     hierarchy is cgroup2, as on most of today's distributions: the same
+//     pods and restarts, with stage1 and apps in v2 scopes, an exec in its
+//     container's scope, CPU statistics from it, and no scope or cgroup
+//     left after the pod's removal;
 //   - "deb": `make deb`, then `apt install ./rkt_*.deb` on the clean rootfs:
 //     the group is created, the socket and timer enabled and started, and
 //     crictl runs a pod on the default network, which a reinstall (an
@@ -54,9 +59,8 @@ func TestSystemdNspawn(t *testing.T) {
 		m.CopyFile(img, "/root/busybox.tar", 0o644)
 		return m
 	}
-
-	t.Run("make install", func(t *testing.T) {
-		m := node(t)
+	// make install, boot, then what a package's scripts would do
+	installAndBoot := func(t *testing.T, m *testutil.Machine, units ...string) {
 		start := time.Now()
 		makeIn(t, repo, "install", "DESTDIR="+m.Root, "BUILDDIR="+filepath.Join(build, "deb", "build"),
 			"PREFIX=/usr", "LOCAL_CONFIG=/etc/rkt", "SYSTEMD_UNITDIR=/usr/lib/systemd/system")
@@ -64,10 +68,34 @@ func TestSystemdNspawn(t *testing.T) {
 		t.Logf("boot: %v", m.Boot().Round(time.Millisecond))
 		m.MustExec("systemd-sysusers")
 		m.MustExec("systemd-tmpfiles", "--create", "rkt.conf")
-		m.MustExec("systemctl", "enable", "--now", "rkt-kubelet-service.socket", "rkt-gc.timer")
+		m.MustExec(append([]string{"systemctl", "enable", "--now"}, units...)...)
+	}
+
+	t.Run("make install", func(t *testing.T) {
+		m := node(t)
+		installAndBoot(t, m, "rkt-kubelet-service.socket", "rkt-gc.timer")
 		checkInstalledNode(t, m)
 		testServiceLifecycle(t, m)
 		testGC(t, m)
+		checkNoFailedUnits(t, m)
+		t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
+		// systemd stopped the pods' supervisors on the way down
+		if b, _ := os.ReadFile(m.Console); strings.Count(string(b), "Stopped rkt-stage1-") < 2 {
+			t.Errorf("the console shows no stop of the two stage1 scopes:\n%s", m.ConsoleTail(40))
+		}
+		m.CheckHost()
+	})
+
+	t.Run("pure cgroup v2", func(t *testing.T) {
+		m := node(t)
+		m.Unified = true
+		installAndBoot(t, m, "rkt-kubelet-service.socket")
+		if fs := m.MustExec("stat", "-f", "-c", "%T", "/sys/fs/cgroup"); fs != "cgroup2fs" {
+			t.Fatalf("/sys/fs/cgroup in the machine is %s, want cgroup2fs", fs)
+		}
+		checkInstalledNode(t, m)
+		testServiceLifecycle(t, m)
+		checkUnifiedPod(t, m)
 		checkNoFailedUnits(t, m)
 		t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
 		// systemd stopped the pods' supervisors on the way down
@@ -276,7 +304,11 @@ func podScopes(t *testing.T, m *testutil.Machine, pod, ctr string) (stage1, app 
 // scopeProcs returns the processes of the stage1 scope.
 func scopeProcs(t *testing.T, m *testutil.Machine, cgroup string) string {
 	t.Helper()
-	return m.MustExec("cat", "/sys/fs/cgroup/systemd/"+cgroup+"/cgroup.procs")
+	hierarchy := "/sys/fs/cgroup/systemd/"
+	if m.Unified {
+		hierarchy = "/sys/fs/cgroup/"
+	}
+	return m.MustExec("cat", hierarchy+cgroup+"/cgroup.procs")
 }
 
 // testServiceLifecycle runs a bridge and a host-network pod, then restarts
@@ -342,6 +374,44 @@ func testGC(t *testing.T, m *testutil.Machine) {
 	checkUnit(t, m, "rkt-gc.service", "Result=success", "ExecMainStatus=0")
 	if _, err := os.Stat(filepath.Join(m.DataDir, "pods", "exited-garbage", uuid)); err != nil {
 		t.Errorf("rkt-gc.service did not move exited pod %s to garbage: %v", uuid, err)
+	}
+}
+
+// checkUnifiedPod runs a pod on a cgroup2-only machine: an exec joins the
+// container's scope, the CPU statistics are the scope's, and removing the
+// pod stops its scopes and removes their cgroups.
+func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
+	t.Helper()
+	pod, ctr := runCrictlPod(t, m, "v2", false)
+	stage1, app := podScopes(t, m, pod, ctr)
+	if cg := m.MustExec("crictl", "exec", ctr, "cat", "/proc/self/cgroup"); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
+		t.Errorf("an exec in container %s runs outside its scope %s:\n%s", ctr, app, cg)
+	}
+	var stats struct {
+		Stats []struct {
+			CPU struct {
+				UsageCoreNanoSeconds struct {
+					Value string `json:"value"`
+				} `json:"usageCoreNanoSeconds"`
+			} `json:"cpu"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal([]byte(m.MustExec("crictl", "stats", "-o", "json", ctr)), &stats); err != nil {
+		t.Fatalf("crictl stats: %v", err)
+	}
+	if len(stats.Stats) != 1 || stats.Stats[0].CPU.UsageCoreNanoSeconds.Value == "" || stats.Stats[0].CPU.UsageCoreNanoSeconds.Value == "0" {
+		t.Errorf("crictl stats %s: no CPU usage from its scope: %+v", ctr, stats)
+	}
+	m.MustExec("crictl", "stopp", pod)
+	m.MustExec("crictl", "rmp", pod)
+	for _, cg := range []string{stage1, app} {
+		unit := filepath.Base(cg)
+		if st, _ := m.Exec("systemctl", "is-active", unit); strings.TrimSpace(st) == "active" {
+			t.Errorf("%s is still active after the pod's removal", unit)
+		}
+		if _, err := m.Exec("test", "-e", filepath.Join("/sys/fs/cgroup", cg)); err == nil {
+			t.Errorf("cgroup %s is left after the pod's removal", cg)
+		}
 	}
 }
 

@@ -33,11 +33,14 @@ var nspawnPackages = []string{"systemd", "systemd-sysv", "dbus", "iproute2", "ip
 
 // machineInit is the container's PID 1: nspawn mounts the cgroup v1
 // controllers read-only, where rkt could create no pod cgroups; the
-// container has a cgroup namespace, so it sees only its own subtree.
+// container has a cgroup namespace, so it sees only its own subtree. A
+// machine on the cgroup2 hierarchy alone has nothing to remount.
 const machineInit = `#!/bin/sh
-for d in /sys/fs/cgroup/*/; do
-	mount -o remount,bind,rw "$d" || echo "rkt-test-init: cannot make $d writable" >&2
-done
+if [ ! -e /sys/fs/cgroup/cgroup.controllers ]; then
+	for d in /sys/fs/cgroup/*/; do
+		mount -o remount,bind,rw "$d" || echo "rkt-test-init: cannot make $d writable" >&2
+	done
+fi
 exec /lib/systemd/systemd "$@"
 `
 
@@ -191,6 +194,11 @@ type Machine struct {
 	Root    string // the container's root, writable from the host before Boot
 	DataDir string // host directory bound to the container's /var/lib/rkt
 	Console string // file with the container's console output
+	// Unified boots the machine on the cgroup2 hierarchy alone, as on a
+	// pure cgroup v2 host (set before Boot). On a hybrid host the v1
+	// hierarchies keep their controllers, so the machine has none to
+	// delegate: no cpu, memory or pids limits there.
+	Unified bool
 
 	dir     string
 	cgroups []string // our cgroup in each hierarchy
@@ -256,18 +264,25 @@ func (m *Machine) Boot() time.Duration {
 		m.T.Fatal(err)
 	}
 	defer console.Close()
+	syscallFilter := "@keyring"
+	if m.Unified {
+		syscallFilter += " bpf" // device access on cgroup2 is an eBPF program
+	}
 	args := []string{"-c", `for p in $RKT_TEST_CGROUPS; do echo $$ > "$p" || exit 1; done; exec "$@"`, "sh",
 		"systemd-nspawn", "--directory=" + m.Root, "--machine=" + m.Name,
 		// the host's PID 1 is not systemd: nothing to register with
 		"--register=no", "--keep-unit",
 		"--capability=all", "--private-network",
 		// runc joins a session keyring, which nspawn's filter forbids
-		"--system-call-filter=@keyring",
+		"--system-call-filter=" + syscallFilter,
 		"--kill-signal=SIGRTMIN+3", "--setenv=SYSTEMD_COLORS=0",
 		"--bind=" + m.DataDir + ":/var/lib/rkt",
 		"/usr/local/sbin/rkt-test-init"}
 	m.cmd = exec.Command("sh", args...)
 	m.cmd.Env = append(os.Environ(), "RKT_TEST_CGROUPS="+strings.Join(procs, " "))
+	if m.Unified {
+		m.cmd.Env = append(m.cmd.Env, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1")
+	}
 	m.cmd.Stdout, m.cmd.Stderr = console, console
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()
