@@ -78,11 +78,7 @@ func TestSystemdNspawn(t *testing.T) {
 		testServiceLifecycle(t, m)
 		testGC(t, m)
 		checkNoFailedUnits(t, m)
-		t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
-		// systemd stopped the pods' supervisors on the way down
-		if b, _ := os.ReadFile(m.Console); strings.Count(string(b), "Stopped rkt-stage1-") < 2 {
-			t.Errorf("the console shows no stop of the two stage1 scopes:\n%s", m.ConsoleTail(40))
-		}
+		poweroffWithPods(t, m)
 		m.CheckHost()
 	})
 
@@ -97,11 +93,7 @@ func TestSystemdNspawn(t *testing.T) {
 		testServiceLifecycle(t, m)
 		checkUnifiedPod(t, m)
 		checkNoFailedUnits(t, m)
-		t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
-		// systemd stopped the pods' supervisors on the way down
-		if b, _ := os.ReadFile(m.Console); strings.Count(string(b), "Stopped rkt-stage1-") < 2 {
-			t.Errorf("the console shows no stop of the two stage1 scopes:\n%s", m.ConsoleTail(40))
-		}
+		poweroffWithPods(t, m)
 		m.CheckHost()
 	})
 
@@ -412,6 +404,16 @@ func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
 		if _, err := m.Exec("test", "-e", filepath.Join("/sys/fs/cgroup", cg)); err == nil {
 			t.Errorf("cgroup %s is left after the pod's removal", cg)
 		}
+	}
+}
+
+// poweroffWithPods powers the machine off with testServiceLifecycle's two
+// pods running: systemd stops their supervisors' scopes on the way down.
+func poweroffWithPods(t *testing.T, m *testutil.Machine) {
+	t.Helper()
+	t.Logf("poweroff with 2 pods running: %v", m.Poweroff().Round(time.Millisecond))
+	if b, _ := os.ReadFile(m.Console); strings.Count(string(b), "Stopped rkt-stage1-") < 2 {
+		t.Errorf("the console shows no stop of the two stage1 scopes:\n%s", m.ConsoleTail(40))
 	}
 }
 
