@@ -31,9 +31,9 @@ timeout: 60
 //     which collects an exited pod;
 //   - "pure cgroup v2": the same install on a machine whose only cgroup
 //     hierarchy is cgroup2, as on most of today's distributions: the same
-//     pods and restarts, with stage1 and apps in v2 scopes, an exec in its
-//     container's scope, CPU statistics from it, and no scope or cgroup
-//     left after the pod's removal;
+//     pods, restarts and rkt-gc runs, with stage1 and apps in v2 scopes, an
+//     exec in its container's scope, CPU statistics from it, and no scope
+//     or cgroup left after the pod's removal;
 //   - "deb": `make deb`, then `apt install ./rkt_*.deb` on the clean rootfs:
 //     the group is created, the socket and timer enabled and started, and
 //     crictl runs a pod on the default network, which a reinstall (an
@@ -85,12 +85,13 @@ func TestSystemdNspawn(t *testing.T) {
 	t.Run("pure cgroup v2", func(t *testing.T) {
 		m := node(t)
 		m.Unified = true
-		installAndBoot(t, m, "rkt-kubelet-service.socket")
+		installAndBoot(t, m, "rkt-kubelet-service.socket", "rkt-gc.timer")
 		if fs := m.MustExec("stat", "-f", "-c", "%T", "/sys/fs/cgroup"); fs != "cgroup2fs" {
 			t.Fatalf("/sys/fs/cgroup in the machine is %s, want cgroup2fs", fs)
 		}
 		checkInstalledNode(t, m)
 		testServiceLifecycle(t, m)
+		testGC(t, m)
 		checkUnifiedPod(t, m)
 		checkNoFailedUnits(t, m)
 		poweroffWithPods(t, m)
