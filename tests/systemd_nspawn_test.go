@@ -370,15 +370,22 @@ func testGC(t *testing.T, m *testutil.Machine) {
 	}
 }
 
-// checkUnifiedPod runs a pod on a cgroup2-only machine: an exec joins the
-// container's scope, the CPU statistics are the scope's, and removing the
-// pod stops its scopes and removes their cgroups.
+// checkUnifiedPod runs a pod on a cgroup2-only machine: an exec (crictl's
+// and rkt enter's) joins the container's scope, the CPU statistics are the
+// scope's, and removing the pod stops its scopes and removes their cgroups.
 func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
 	t.Helper()
 	pod, ctr := runCrictlPod(t, m, "v2", false)
 	stage1, app := podScopes(t, m, pod, ctr)
 	if cg := m.MustExec("crictl", "exec", ctr, "cat", "/proc/self/cgroup"); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
 		t.Errorf("an exec in container %s runs outside its scope %s:\n%s", ctr, app, cg)
+	}
+	// the CLI sees the kubelet's pod and enters the same scope
+	if out := m.MustExec("rkt", "app", "list", "--no-legend", pod); !strings.Contains(out, "sleeper") {
+		t.Errorf("rkt app list %s does not show the container:\n%s", pod, out)
+	}
+	if cg := m.MustExec("rkt", "enter", "--tty=false", pod, "cat", "/proc/self/cgroup"); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
+		t.Errorf("rkt enter %s runs outside the container's scope %s:\n%s", pod, app, cg)
 	}
 	var stats struct {
 		Stats []struct {
