@@ -30,6 +30,23 @@ func waitView(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// settleView waits until the view's generation holds for a while: a
+// write's events are queued at once, and the view's loop reads them soon
+// after.
+func settleView(t *testing.T, rt *Runtime) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for g := rt.Generation(); ; g = rt.Generation() {
+		time.Sleep(250 * time.Millisecond)
+		if rt.Generation() == g {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the view's generation did not settle within 5s")
+		}
+	}
+}
+
 // TestViewSeesOtherProcesses: a Runtime with Watch sees what another
 // Runtime (another process: the CLI, stage1) does to the pods on disk.
 func TestViewSeesOtherProcesses(t *testing.T) {
@@ -146,18 +163,13 @@ func TestViewGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the events of Prepare's own writes are queued but may not all be read
-	// yet: a kept list whose generation held for a while
+	// the events of Prepare's own writes may still come
+	settleView(t, rt)
 	var gen uint64
 	waitView(t, "a kept list", func() bool {
 		l, g, err := rt.ListGen(ctx)
-		if err != nil || len(l) != 1 || g == 0 {
-			return false
-		}
-		time.Sleep(250 * time.Millisecond)
-		_, again, err := rt.ListGen(ctx)
 		gen = g
-		return err == nil && again == g
+		return err == nil && len(l) == 1 && g != 0
 	})
 	for i := 0; i < 3; i++ {
 		if _, again, _ := rt.ListGen(ctx); again != gen || rt.Generation() != gen {
@@ -288,18 +300,8 @@ func TestViewAppSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// the events of a write come soon after it: settled when the
-	// generation stays for a while
-	settle := func() {
-		for g := rt.Generation(); ; g = rt.Generation() {
-			time.Sleep(100 * time.Millisecond)
-			if rt.Generation() == g {
-				return
-			}
-		}
-	}
 	writeSpec("first")
-	settle()
+	settleView(t, rt)
 	ps = status()
 	first := spec()
 	if again := spec(); again != first {
@@ -321,7 +323,7 @@ func TestViewAppSpec(t *testing.T) {
 	}
 	// the spec stage0 writes is kept as written
 	writeSpec("written")
-	settle()
+	settleView(t, rt)
 	written := &specs.Spec{Version: specs.Version, Hostname: "written"}
 	rt.view.keepSpec(uuid, "app", written, path)
 	status()
