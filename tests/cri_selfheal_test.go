@@ -153,9 +153,10 @@ func TestCRIRepairsDebrisAtStart(t *testing.T) {
 			t.Errorf("%s, locked, was removed: %v", d, err)
 		}
 	}
-	if !strings.Contains(svc.Log(), "removed the debris") {
-		t.Errorf("the service did not log what it removed")
-	}
+	// logged once the removal is done: maybe just after the check above
+	waitUntil(t, 10*time.Second, "the service to log what it removed", func() bool {
+		return strings.Contains(svc.Log(), "removed the debris")
+	})
 }
 
 // subnetBridge is the bridge rkt gives the default network on a subnet
