@@ -71,32 +71,30 @@ func TestSystemdNspawn(t *testing.T) {
 		m.MustExec(append([]string{"systemctl", "enable", "--now"}, units...)...)
 	}
 
-	t.Run("make install", func(t *testing.T) {
-		m := node(t)
-		installAndBoot(t, m, "rkt-kubelet-service.socket", "rkt-gc.timer")
-		checkInstalledNode(t, m)
-		testServiceLifecycle(t, m)
-		testGC(t, m)
-		checkNoFailedUnits(t, m)
-		poweroffWithPods(t, m)
-		m.CheckHost()
-	})
-
-	t.Run("pure cgroup v2", func(t *testing.T) {
-		m := node(t)
-		m.Unified = true
-		installAndBoot(t, m, "rkt-kubelet-service.socket", "rkt-gc.timer")
-		if fs := m.MustExec("stat", "-f", "-c", "%T", "/sys/fs/cgroup"); fs != "cgroup2fs" {
-			t.Fatalf("/sys/fs/cgroup in the machine is %s, want cgroup2fs", fs)
+	// "make install" on the host's cgroup layout, then on cgroup2 alone
+	for _, unified := range []bool{false, true} {
+		name := "make install"
+		if unified {
+			name = "pure cgroup v2"
 		}
-		checkInstalledNode(t, m)
-		testServiceLifecycle(t, m)
-		testGC(t, m)
-		checkUnifiedPod(t, m)
-		checkNoFailedUnits(t, m)
-		poweroffWithPods(t, m)
-		m.CheckHost()
-	})
+		t.Run(name, func(t *testing.T) {
+			m := node(t)
+			m.Unified = unified
+			installAndBoot(t, m, "rkt-kubelet-service.socket", "rkt-gc.timer")
+			if fs := m.MustExec("stat", "-f", "-c", "%T", "/sys/fs/cgroup"); unified && fs != "cgroup2fs" {
+				t.Fatalf("/sys/fs/cgroup in the machine is %s, want cgroup2fs", fs)
+			}
+			checkInstalledNode(t, m)
+			testServiceLifecycle(t, m)
+			testGC(t, m)
+			if unified {
+				checkUnifiedPod(t, m)
+			}
+			checkNoFailedUnits(t, m)
+			poweroffWithPods(t, m)
+			m.CheckHost()
+		})
+	}
 
 	t.Run("deb", func(t *testing.T) {
 		start := time.Now()
@@ -377,15 +375,14 @@ func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
 	t.Helper()
 	pod, ctr := runCrictlPod(t, m, "v2", false)
 	stage1, app := podScopes(t, m, pod, ctr)
-	if cg := m.MustExec("crictl", "exec", ctr, "cat", "/proc/self/cgroup"); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
-		t.Errorf("an exec in container %s runs outside its scope %s:\n%s", ctr, app, cg)
-	}
-	// the CLI sees the kubelet's pod and enters the same scope
+	// the CLI sees the CRI's pod, and both ways in join the container's scope
 	if out := m.MustExec("rkt", "app", "list", "--no-legend", pod); !strings.Contains(out, "sleeper") {
 		t.Errorf("rkt app list %s does not show the container:\n%s", pod, out)
 	}
-	if cg := m.MustExec("rkt", "enter", "--tty=false", pod, "cat", "/proc/self/cgroup"); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
-		t.Errorf("rkt enter %s runs outside the container's scope %s:\n%s", pod, app, cg)
+	for _, enter := range [][]string{{"crictl", "exec", ctr}, {"rkt", "enter", "--tty=false", pod}} {
+		if cg := m.MustExec(append(enter, "cat", "/proc/self/cgroup")...); !slices.Contains(strings.Split(cg, "\n"), "0::"+app) {
+			t.Errorf("%q runs outside the container's scope %s:\n%s", enter, app, cg)
+		}
 	}
 	var stats struct {
 		Stats []struct {
