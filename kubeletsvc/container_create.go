@@ -98,6 +98,10 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		}
 	}()
 
+	if restore != nil && img.ID != restore.imageID {
+		// refused before any mount source is created on the host
+		return "", fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
+	}
 	opts, err := c.completeAppOptions(ctx, s, cfg, plan, img, id)
 	if err != nil {
 		return "", fmt.Errorf("cannot create container %q: %w", key, err)
@@ -107,9 +111,6 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		return "", fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	if restore != nil {
-		if img.ID != restore.imageID {
-			return "", fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
-		}
 		opts.RestoreFrom = &restore.files
 	} else {
 		opts.Prestart = true // StartContainer follows

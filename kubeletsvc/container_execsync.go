@@ -138,8 +138,12 @@ func (c *criService) streamServer() (streaming.Server, error) {
 
 // PortForward returns a streaming URL to forward ports of a sandbox.
 func (c *criService) PortForward(ctx context.Context, r *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	if _, err := c.getSandbox(ctx, r.GetPodSandboxId()); err != nil {
+	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
+	if err != nil {
 		return nil, err
+	}
+	if !s.ready() {
+		return nil, fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
 	}
 	st, err := c.streamServer()
 	if err != nil {

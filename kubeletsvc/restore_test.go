@@ -140,3 +140,25 @@ func TestRestorePod(t *testing.T) {
 		t.Errorf("no app added to the restored sandbox: %v", e.rt.called())
 	}
 }
+
+// A RestorePod refused because a container's image is not the checkpointed
+// one must not leave behind the missing mount sources it created on the
+// host (security.md: "missing sources are created only after every check
+// passed (and removed if the create then fails)").
+func TestRestorePodImageMismatchLeavesNoMountSource(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	ckpt := writeCheckpoint(t, e, orig, stage0.PodCheckpointVersion, nil)
+	e.haveImage("nginx")
+	src := filepath.Join(t.TempDir(), "made", "by", "restore")
+	cfg := containerConfig("a", "nginx") // not the checkpointed busybox
+	cfg.Mounts = []*runtimeapi.Mount{{HostPath: src, ContainerPath: "/data"}}
+	_, err := e.rs.RestorePod(e.ctx, &runtimeapi.RestorePodRequest{
+		CheckpointPath: ckpt, Config: sandboxConfig("restored"), ContainerConfigs: []*runtimeapi.ContainerConfig{cfg},
+	})
+	wantCode(t, "RestorePod with another image", err, codes.FailedPrecondition)
+	if _, err := os.Lstat(filepath.Dir(filepath.Dir(src))); err == nil {
+		t.Errorf("the refused restore left the mount source directories it created (%s)", filepath.Dir(filepath.Dir(src)))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
@@ -86,25 +87,48 @@ func (r *streamRuntime) PortForward(ctx context.Context, podSandboxID string, po
 		return fmt.Errorf("cannot forward to port %d of pod sandbox %s: %w", port, s.ID(), err)
 	}
 	defer conn.Close()
-	done := make(chan error, 2)
+	cw, halfClose := conn.(interface{ CloseWrite() error })
+	toPod, fromPod := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := io.Copy(conn, stream)
-		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		if halfClose {
 			cw.CloseWrite()
 		}
-		done <- err
+		toPod <- err
 	}()
 	go func() {
 		_, err := io.Copy(stream, conn)
-		done <- err
+		fromPod <- err
 	}()
 	select {
-	case err = <-done:
+	case err = <-fromPod:
+		return err
+	case err = <-toPod:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err != nil || !halfClose {
+		return err
+	}
+	// The client half-closed its side (kubectl does when its local
+	// connection reaches EOF, then waits for the pod's answer), and so
+	// did this end of the pod's connection: what the pod still sends is
+	// forwarded until it closes, for up to portForwardDrain (containerd
+	// and CRI-O give it one second).
+	t := time.NewTimer(portForwardDrain)
+	defer t.Stop()
+	select {
+	case err = <-fromPod:
+	case <-t.C:
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	return err
 }
+
+// portForwardDrain bounds how long a forwarded connection the client
+// half-closed waits for the pod to finish its answer and close.
+const portForwardDrain = 5 * time.Second
 
 // termSizes converts the streaming server's resize events for stage0.
 func termSizes(ctx context.Context, in <-chan remotecommandserver.TerminalSize) <-chan stage0.TermSize {
