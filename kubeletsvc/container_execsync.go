@@ -26,10 +26,7 @@ const maxExecSyncOutput = maxMsgSize - 64<<10
 // code; past the timeout (if any) the command is killed and the call fails
 // with DeadlineExceeded.
 func (c *criService) ExecSync(ctx context.Context, r *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	if len(r.GetCmd()) == 0 {
-		return nil, invalidf("no command to exec")
-	}
-	if err := checkStrings("cmd", r.GetCmd()); err != nil {
+	if err := checkCmd(r.GetCmd()); err != nil {
 		return nil, err
 	}
 	ct, err := c.getContainer(ctx, r.GetContainerId())
@@ -96,7 +93,7 @@ func (s *execStream) Write(p []byte) (int, error) {
 
 // Exec returns a streaming URL for an exec in a container.
 func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	if err := checkStrings("cmd", r.GetCmd()); err != nil {
+	if err := checkCmd(r.GetCmd()); err != nil {
 		return nil, err
 	}
 	st, err := c.streamServerFor(ctx, r.GetContainerId())
@@ -104,6 +101,14 @@ func (c *criService) Exec(ctx context.Context, r *runtimeapi.ExecRequest) (*runt
 		return nil, err
 	}
 	return st.GetExec(r)
+}
+
+// checkCmd validates the command of an exec: not empty, no NUL byte.
+func checkCmd(cmd []string) error {
+	if len(cmd) == 0 {
+		return invalidf("no command to exec")
+	}
+	return checkStrings("cmd", cmd)
 }
 
 // Attach returns a streaming URL to attach to a container.

@@ -127,8 +127,8 @@ func TestExecSyncHugeTimeout(t *testing.T) {
 	}
 }
 
-// No exec can carry a NUL byte: a command with one is refused before
-// stage0 is asked.
+// No exec can carry a NUL byte or be empty: such a command is refused
+// before stage0 is asked.
 func TestExecNULInCommand(t *testing.T) {
 	e := newTestEnv(t)
 	id := e.startContainer(t, e.runPod(t, "web"), "app")
@@ -145,6 +145,9 @@ func TestExecNULInCommand(t *testing.T) {
 	}
 	_, err = e.rs.Exec(e.ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Stdout: true})
 	wantCode(t, "Exec with a NUL byte", err, codes.InvalidArgument)
+	// an empty command is refused by Exec too, not inside the stream
+	_, err = e.rs.Exec(e.ctx, &runtimeapi.ExecRequest{ContainerId: id, Stdout: true})
+	wantCode(t, "Exec with no command", err, codes.InvalidArgument)
 }
 
 // PortForward on a sandbox that is not ready is FailedPrecondition, as Exec

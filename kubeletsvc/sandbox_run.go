@@ -212,6 +212,15 @@ func checkUserns(u *runtimeapi.UserNamespace) error {
 	return err
 }
 
+// idMappings converts CRI ID mappings for stage0.
+func idMappings(in []*runtimeapi.IDMapping) []specs.LinuxIDMapping {
+	out := make([]specs.LinuxIDMapping, 0, len(in))
+	for _, m := range in {
+		out = append(out, specs.LinuxIDMapping{ContainerID: m.GetContainerId(), HostID: m.GetHostId(), Size: m.GetLength()})
+	}
+	return out
+}
+
 // podUserNS translates user namespace options to the pod's user namespace
 // (nil: the host's).
 func podUserNS(u *runtimeapi.UserNamespace) (*schema.UserNamespace, error) {
@@ -222,17 +231,9 @@ func podUserNS(u *runtimeapi.UserNamespace) (*schema.UserNamespace, error) {
 	case runtimeapi.NamespaceMode_NODE:
 		return nil, nil
 	case runtimeapi.NamespaceMode_POD:
-		out := &schema.UserNamespace{}
-		for _, kind := range []struct {
-			name string
-			in   []*runtimeapi.IDMapping
-			out  *[]specs.LinuxIDMapping
-		}{{"uid", u.GetUids(), &out.UIDMappings}, {"gid", u.GetGids(), &out.GIDMappings}} {
-			m := kind.in
-			if len(m) != 1 || m[0].GetContainerId() != 0 || m[0].GetLength() == 0 {
-				return nil, invalidf("user namespace: want exactly one %s mapping of container ID 0, got %v", kind.name, m)
-			}
-			*kind.out = []specs.LinuxIDMapping{{ContainerID: 0, HostID: m[0].GetHostId(), Size: m[0].GetLength()}}
+		out := &schema.UserNamespace{UIDMappings: idMappings(u.GetUids()), GIDMappings: idMappings(u.GetGids())}
+		if err := stage0.CheckUserNS(out); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}

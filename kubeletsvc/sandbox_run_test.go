@@ -103,6 +103,9 @@ func TestRunPodSandboxRefusedBeforeActing(t *testing.T) {
 			PortMappings: []*runtimeapi.PortMapping{{Protocol: 7, HostPort: 8080, ContainerPort: 80}}}, ""},
 		{"user namespace for a container", withLinux(&runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}}}}), ""},
+		{"user namespace mapping past 2^32", withLinux(&runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+				Uids: []*runtimeapi.IDMapping{{HostId: 1<<32 - 1, Length: 10}}, Gids: []*runtimeapi.IDMapping{{HostId: 100000, Length: 65536}}}}}}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -186,21 +188,25 @@ func TestCheckUserns(t *testing.T) {
 	tests := []struct {
 		name string
 		u    *runtimeapi.UserNamespace
-		want error // nil or errInvalidArgument
+		want codes.Code
 	}{
-		{"none", nil, nil},
-		{"node", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil},
-		{"container", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}, errInvalidArgument},
-		{"target", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_TARGET}, errInvalidArgument},
-		{"pod, two mappings", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: append(one, one...), Gids: one}, errInvalidArgument},
+		{"none", nil, codes.OK},
+		{"node", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, codes.OK},
+		{"container", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}, codes.InvalidArgument},
+		{"target", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_TARGET}, codes.InvalidArgument},
+		{"pod, two mappings", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: append(one, one...), Gids: one}, codes.InvalidArgument},
+		{"pod, no gid mapping", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one}, codes.InvalidArgument},
 		{"pod, 0 unmapped", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
-			Uids: []*runtimeapi.IDMapping{{ContainerId: 1, HostId: 1000, Length: 10}}, Gids: one}, errInvalidArgument},
-		{"pod, valid", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one, Gids: one}, nil},
+			Uids: []*runtimeapi.IDMapping{{ContainerId: 1, HostId: 1000, Length: 10}}, Gids: one}, codes.InvalidArgument},
+		{"pod, empty mapping", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+			Uids: []*runtimeapi.IDMapping{{HostId: 1000}}, Gids: one}, codes.InvalidArgument},
+		{"pod, mapping past 2^32", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+			Uids: one, Gids: []*runtimeapi.IDMapping{{HostId: 1<<32 - 1, Length: 10}}}, codes.InvalidArgument},
+		{"pod, valid", &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: one, Gids: one}, codes.OK},
 	}
 	for _, tc := range tests {
-		err := checkUserns(tc.u)
-		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
-			t.Errorf("%s: checkUserns = %v, want %v", tc.name, err, tc.want)
+		if got := status.Code(toStatus(checkUserns(tc.u))); got != tc.want {
+			t.Errorf("%s: checkUserns's code = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

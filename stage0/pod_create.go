@@ -137,7 +137,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 }
 
 func checkNet(opts PodOptions) error {
-	if err := checkUserNS(opts.UserNS); err != nil {
+	if err := CheckUserNS(opts.UserNS); err != nil {
 		return err
 	}
 	for _, v := range opts.Volumes {

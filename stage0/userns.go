@@ -18,9 +18,9 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
-// checkUserNS validates a pod's user namespace: exactly one uid and one gid
+// CheckUserNS validates a pod's user namespace: exactly one uid and one gid
 // mapping, each of container ID 0 with a non-zero length that does not wrap.
-func checkUserNS(u *schema.UserNamespace) error {
+func CheckUserNS(u *schema.UserNamespace) error {
 	if u == nil {
 		return nil
 	}

@@ -27,7 +27,7 @@ func TestCheckUserNS(t *testing.T) {
 		{"wraps", &schema.UserNamespace{UIDMappings: []specs.LinuxIDMapping{{HostID: 1 << 31, Size: 1 << 31}}, GIDMappings: one}, false},
 	}
 	for _, tc := range tests {
-		err := checkUserNS(tc.u)
+		err := CheckUserNS(tc.u)
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
 			t.Errorf("%s: checkUserNS = %v, want ok=%v (or ErrInvalid)", tc.name, err, tc.ok)
 		}
