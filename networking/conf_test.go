@@ -3,6 +3,7 @@ package networking
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -194,4 +195,40 @@ func TestConfFIFORefused(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("readConfList blocks on a FIFO")
 	}
+}
+
+// TestCRINetworkNamedHost: the CRI's pod network is the name of the first
+// config in the conf dir, which Begin then reads as a network list: a
+// config named "host" gives every CRI pod the host's network namespace, one
+// named "none" no network, and NetworkReady says the network is ready.
+func TestCRINetworkNamedHost(t *testing.T) {
+	for _, name := range []string{"host", "none"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{DataDir: t.TempDir(), ConfDir: t.TempDir(), PluginDirs: []string{linkPlugins(t, "bridge", "host-local")}}
+			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"type":"bridge","bridge":"audx0","ipam":{"type":"host-local","subnet":"10.231.250.0/24"}}`, name)
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "10-net.conf"), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if ok, why := networkReadyUncached(cfg); !ok {
+				t.Logf("refused: %s", why) // RunPodSandbox refuses it too
+				return
+			}
+			net, err := CRINetwork(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, err := parseNetList(net)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names[0] == NetHost || names[0] == NetNone {
+				t.Errorf("the CRI pod network, configured as a bridge network named %q, is taken for the special network %q", name, names[0])
+			}
+		})
+	}
+}
+
+func networkReadyUncached(cfg Config) (bool, string) {
+	ok, why, _ := networkReady(cfg)
+	return ok, why
 }

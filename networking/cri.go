@@ -31,7 +31,13 @@ func CRINetwork(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return list["name"].(string), nil
+	// The name is given to Setup as PodNet.Net: it must name this one
+	// network, not "host", "none" or a list.
+	name := list["name"].(string)
+	if names, err := parseNetList(name); err != nil || len(names) != 1 || names[0] != name || name == NetHost || name == NetNone {
+		return "", fmt.Errorf("cannot use network config %q as the pod network: its name %q is reserved or not one network name", files[0], name)
+	}
+	return name, nil
 }
 
 // NetworkReady reports whether CRI pods can get a network and, when not, a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -105,5 +106,62 @@ exit 0
 				t.Fatalf("Teardown after the DEL was fixed: %v", err)
 			}
 		})
+	}
+}
+
+// TestTeardownPortmapUninstalled: a plugin missing at teardown is skipped
+// (installedPlugins), but what it set up is left: portmap's DNAT rules keep
+// forwarding the host port to the pod's address after the pod is gone
+// (the next pod given that address receives the traffic).
+func TestTeardownPortmapUninstalled(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	cfg.PluginDirs = []string{linkPlugins(t, "bridge", "host-local", "portmap")}
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	pn.Ports = []schema.PortMapping{{Protocol: "tcp", HostPort: freePort(t), ContainerPort: 80}}
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if err := os.Remove(filepath.Join(cfg.PluginDirs[0], "portmap")); err != nil {
+		t.Fatal(err)
+	}
+	terr := Teardown(ctx, cfg, pn.Dir)
+	left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge)
+	_ = sweepIPTables(ctx, pn.UUID) // clean up for the next tests
+	if terr != nil {
+		t.Fatalf("Teardown: %v", terr)
+	}
+	if len(left) > 0 {
+		t.Errorf("left after Teardown with portmap uninstalled:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// TestTeardownIPAMUninstalled: installedPlugins drops a main plugin that is
+// missing (its DEL "would fail forever, keeping the pod from ever being
+// removed") but not a missing IPAM plugin, whose DEL the main plugin
+// delegates to and which then fails the same way, forever.
+func TestTeardownIPAMUninstalled(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	cfg.PluginDirs = []string{linkPlugins(t, "bridge", "host-local")}
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if err := os.Remove(filepath.Join(cfg.PluginDirs[0], "host-local")); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 2; i++ {
+		if err = Teardown(ctx, cfg, pn.Dir); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		// clean up for the next tests: reinstall and tear down
+		_ = os.Symlink(mustFindPlugin(t, "host-local"), filepath.Join(cfg.PluginDirs[0], "host-local"))
+		t.Fatalf("Teardown with the IPAM plugin uninstalled fails, retried: %v", err)
 	}
 }

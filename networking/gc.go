@@ -33,7 +33,7 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 		if exists(a.ContainerID) {
 			continue
 		}
-		if err := delAttachment(ctx, cni, a); err != nil {
+		if err := delAttachment(ctx, cfg, cni, a); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -59,11 +59,14 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 }
 
 // delAttachment runs CNI DEL for a cached attachment of a vanished pod.
-func delAttachment(ctx context.Context, cni *libcni.CNIConfig, a *libcni.NetworkAttachment) error {
+// Plugins no longer installed are skipped (installedPlugins); the callers
+// sweep the pod's iptables rules and release its reservations after.
+func delAttachment(ctx context.Context, cfg Config, cni *libcni.CNIConfig, a *libcni.NetworkAttachment) error {
 	list, err := libcni.ConfListFromBytes(a.Config)
 	if err != nil {
 		return fmt.Errorf("invalid cached config of network %q of pod %q: %w", a.Network, a.ContainerID, err)
 	}
+	list, _ = installedPlugins(cfg, list)
 	netns := a.NetNS
 	if !isNetNS(netns) {
 		netns = ""

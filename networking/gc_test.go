@@ -76,3 +76,33 @@ func TestGC(t *testing.T) {
 		t.Fatalf("masquerade rule of %s outlives the last pod", cfg.DefaultSubnet)
 	}
 }
+
+// TestGCAfterPluginsUninstalled: a network whose plugins are all missing
+// at teardown is skipped without its DEL, so libcni's cache entry stays;
+// once the pod is removed, GC runs the DEL of that entry with the full
+// cached config (no installedPlugins there) and fails, at every run.
+func TestGCAfterPluginsUninstalled(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	cfg.PluginDirs = []string{linkPlugins(t, "bridge", "host-local")}
+	ctx := context.Background()
+	pn := newPod(t, cfg, "default")
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	for _, n := range []string{"bridge", "host-local"} {
+		if err := os.Remove(filepath.Join(cfg.PluginDirs[0], n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	gone := func(string) bool { return false }
+	err1 := GC(ctx, cfg, gone)
+	err2 := GC(ctx, cfg, gone)
+	left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge)
+	if err1 != nil || err2 != nil || len(left) > 0 {
+		t.Errorf("GC of a pod torn down with its plugins uninstalled: %v; again: %v; left: %v", err1, err2, left)
+	}
+}

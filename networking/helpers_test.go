@@ -186,3 +186,30 @@ func freePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// linkPlugins makes a plugin dir holding links to the installed plugins
+// names.
+func linkPlugins(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		p, err := findPlugin(Config{}, n)
+		if err != nil {
+			t.Skip(err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// mustFindPlugin is the installed plugin n.
+func mustFindPlugin(t *testing.T, n string) string {
+	t.Helper()
+	p, err := findPlugin(Config{}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -80,3 +80,46 @@ func TestOutboundNAT(t *testing.T) {
 		t.Fatalf("outside host saw the pod as %q, want the host address %s.1", got, prefix)
 	}
 }
+
+// TestMasqueradeAfterReboot: the outbound NAT rule of the default network
+// is gone after a reboot (or a flush of the nat table) while the markers of
+// the pods that used it stay on disk until those pods are torn down. A pod
+// set up then must still get the rule: it is not added because another
+// marker exists, and it never is while any pod holds a marker.
+func TestMasqueradeAfterReboot(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+
+	old := newPod(t, cfg, "default")
+	if _, err := Setup(ctx, cfg, old); err != nil {
+		t.Fatalf("Setup old pod: %v", err)
+	}
+	if !masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Fatal("no masquerade rule after the first pod's Setup")
+	}
+	// The reboot: the kernel's NAT rules and the namespace are gone, the
+	// data dir (net-info.json, markers, reservations) is not.
+	if err := removeMasquerade(ctx, cfg.DefaultSubnet); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeNetNS(filepath.Join(old.Dir, "netns")); err != nil {
+		t.Fatal(err)
+	}
+
+	pn := newPod(t, cfg, "default")
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup new pod: %v", err)
+	}
+	if !masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Error("a pod set up after the reboot has no outbound NAT rule (another pod's marker from before the reboot is on disk)")
+	}
+	// The old pod is removed (kubelet's StopPodSandbox, rkt gc): the new
+	// pod is still running, and still without the rule.
+	if err := Teardown(ctx, cfg, old.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if !masqueradePresent(ctx, cfg.DefaultSubnet) {
+		t.Error("after the old pod's teardown the running pod still has no outbound NAT rule")
+	}
+}

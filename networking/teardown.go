@@ -124,6 +124,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 	}
 	cni, ex := newDelCNI(cfg)
 	var errs []error
+	skipped := false
 	for i := len(res.Networks) - 1; i >= 0; i-- {
 		n := &res.Networks[i]
 		list, err := libcni.ConfListFromBytes(n.ConfList)
@@ -131,20 +132,22 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 			errs = append(errs, fmt.Errorf("invalid saved config of network %q: %w", n.Name, err))
 			continue
 		}
-		list = installedPlugins(cfg, list)
-		if len(list.Plugins) == 0 {
-			continue
+		list, dropped := installedPlugins(cfg, list)
+		if dropped {
+			// what the missing plugins set up is swept and released below
+			skipped = true
 		}
+		// with no plugin left this only drops libcni's cache entry
 		if err := cni.DelNetworkList(ctx, list, runtimeConf(uuid, netns, n)); err != nil {
 			errs = append(errs, fmt.Errorf("cannot remove pod %q from network %q: %w", uuid, n.Name, err))
 		}
 	}
-	if (sweep || ex.tolerated()) && len(errs) == 0 {
+	if (sweep || skipped || ex.tolerated()) && len(errs) == 0 {
 		if err := sweepIPTables(ctx, uuid); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if ex.tolerated() && len(errs) == 0 {
+	if (skipped || ex.tolerated()) && len(errs) == 0 {
 		// a DEL that stopped at something gone may not have reached its IPAM
 		if err := releaseReservations(cfg, uuid); err != nil {
 			errs = append(errs, err)
@@ -159,7 +162,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 // delCachedAttachments runs CNI DEL for every attachment libcni cached for
 // the container ID uuid, in the namespace at netns.
 func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
-	cni, ex := newDelCNI(cfg)
+	cni, _ := newDelCNI(cfg)
 	atts, err := cni.GetCachedAttachments(uuid)
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
@@ -167,29 +170,39 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 	var errs []error
 	for _, a := range atts {
 		a.NetNS = netns
-		if err := delAttachment(ctx, cni, a); err != nil {
+		if err := delAttachment(ctx, cfg, cni, a); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(atts) > 0 && len(errs) == 0 {
-		errs = append(errs, sweepIPTables(ctx, uuid))
-	}
-	if ex.tolerated() && len(errs) == 0 {
-		errs = append(errs, releaseReservations(cfg, uuid))
+		// also what a DEL that stopped at something gone, or a plugin
+		// no longer installed, left
+		if err := sweepIPTables(ctx, uuid); err != nil {
+			return err
+		}
+		return releaseReservations(cfg, uuid)
 	}
 	return errors.Join(errs...)
 }
 
-// installedPlugins is list without the plugins missing from PluginDirs: a
-// plugin that is not there set nothing up, and its DEL would fail forever,
-// keeping the pod from ever being removed.
-func installedPlugins(cfg Config, list *libcni.NetworkConfigList) *libcni.NetworkConfigList {
-	kept := *list
-	kept.Plugins = nil
+// installedPlugins is list without the plugins missing from PluginDirs,
+// or whose IPAM plugin is missing (the plugin delegates its DEL to it): their
+// DEL would fail forever, keeping the pod from ever being removed. dropped
+// says whether any was left out: what it set up (iptables rules tagged with
+// the pod, host-local reservations) must then be swept by the caller.
+func installedPlugins(cfg Config, list *libcni.NetworkConfigList) (kept *libcni.NetworkConfigList, dropped bool) {
+	k := *list
+	k.Plugins = nil
 	for _, p := range list.Plugins {
-		if _, err := findPlugin(cfg, p.Network.Type); err == nil {
-			kept.Plugins = append(kept.Plugins, p)
+		_, err := findPlugin(cfg, p.Network.Type)
+		if err == nil && p.Network.IPAM.Type != "" {
+			_, err = findPlugin(cfg, p.Network.IPAM.Type)
 		}
+		if err != nil {
+			dropped = true
+			continue
+		}
+		k.Plugins = append(k.Plugins, p)
 	}
-	return &kept
+	return &k, dropped
 }
