@@ -172,7 +172,28 @@ func (t *txn) allImages() ([]*imageRecord, error) {
 		out = append(out, &r)
 		return t.loadConfig(&r)
 	})
+	if err == nil {
+		t.pruneConfigs(out)
+	}
 	return out, err
+}
+
+// pruneConfigs drops from the cache of parsed configs the images that recs,
+// all the images of the index, do not hold: images removed by any process
+// (a long-lived service would otherwise keep the config of every image it
+// ever saw). A config dropped by a race with a newer transaction is only
+// parsed again.
+func (t *txn) pruneConfigs(recs []*imageRecord) {
+	ids := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		ids[r.ID] = true
+	}
+	t.s.configs.Range(func(k, _ any) bool {
+		if !ids[k.(string)] {
+			t.s.configs.Delete(k)
+		}
+		return true
+	})
 }
 
 func (t *txn) getRef(ref string) string {
@@ -192,6 +213,7 @@ func (t *txn) deleteImage(r *imageRecord) error {
 	if err := t.tx.Bucket(bucketConfigs).Delete([]byte(r.ID)); err != nil {
 		return err
 	}
+	t.s.configs.Delete(r.ID)
 	return t.tx.Bucket(bucketImages).Delete([]byte(r.ID))
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 )
 
@@ -32,7 +31,8 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (*Image,
 		if err == nil {
 			return img, nil
 		}
-		if last || img == nil || !errors.Is(err, fs.ErrNotExist) {
+		var missing *missingLayerError
+		if last || img == nil || !errors.As(err, &missing) {
 			return nil, err
 		}
 		var inUse map[string]bool
@@ -61,7 +61,8 @@ func (s *Store) pullOnce(ctx context.Context, ref string, opts PullOptions, keep
 		opts.Status("unpacking")
 	}
 	if _, err := s.LayerPaths(ctx, img); err != nil {
-		missing := errors.Is(err, fs.ErrNotExist)
+		var m *missingLayerError
+		missing := errors.As(err, &m)
 		if !(missing && keepOnMissing) && !img.ImportedAt.Before(start.Truncate(time.Second)) {
 			if _, rmErr := s.RemoveImage(img.ID, RemoveOptions{}); rmErr != nil {
 				return nil, fmt.Errorf("%w (and cannot remove the refused image: %v)", err, rmErr)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -102,6 +103,9 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.WhiteoutMode) error {
 	f, err := s.OpenBlob(l.Digest)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = &missingLayerError{err: err}
+		}
 		return fmt.Errorf("layer %s is missing from the store (fetch the image again): %w", l.Digest, err)
 	}
 	defer f.Close()
@@ -123,6 +127,15 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 	}
 	return nil
 }
+
+// missingLayerError is a layer blob that is not in the store (a removal in
+// another process raced with its use): it still matches fs.ErrNotExist,
+// as does the refusal of a layer whose hard link names a missing file,
+// which is not one.
+type missingLayerError struct{ err error }
+
+func (e *missingLayerError) Error() string { return e.err.Error() }
+func (e *missingLayerError) Unwrap() error { return e.err }
 
 // RenderFlat writes the image's root filesystem, all layers applied in order
 // with whiteouts removing what they hide, into dest (created if missing; it

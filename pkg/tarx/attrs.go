@@ -42,21 +42,21 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 			return fmt.Errorf("cannot chmod: %w", err)
 		}
 	}
+	ts := times(h)
 	if h.Typeflag == tar.TypeDir {
-		x.dirs = append(x.dirs, h)
-		x.dirPaths = append(x.dirPaths, target)
+		x.dirs = append(x.dirs, dirTimes{path: target, name: h.Name, ts: ts})
 		return nil
 	}
-	return setTimes(target, h)
+	return unix.UtimesNanoAt(unix.AT_FDCWD, target, ts[:], unix.AT_SYMLINK_NOFOLLOW)
 }
 
-func setTimes(target string, h *tar.Header) error {
+// times returns the access and modification times of h.
+func times(h *tar.Header) [2]unix.Timespec {
 	atime := h.AccessTime
 	if atime.IsZero() {
 		atime = h.ModTime
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(h.ModTime.UnixNano())}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, target, ts, unix.AT_SYMLINK_NOFOLLOW)
+	return [2]unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(h.ModTime.UnixNano())}
 }
 
 // whiteout handles ".wh.<name>" and ".wh..wh..opq" in directory parent.
@@ -93,7 +93,10 @@ func (x *extractor) whiteout(parent, base string, h *tar.Header) error {
 }
 
 // clearLower removes from dir what earlier layers put there (opaque
-// directory in flat rendering); entries of this stream stay.
+// directory in flat rendering); entries of this stream stay. A directory
+// this stream declared may still hold entries of earlier layers (it was
+// there already): those go too, as overlayfs hides all of an opaque
+// directory's lower content.
 func (x *extractor) clearLower(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -102,6 +105,11 @@ func (x *extractor) clearLower(dir string) error {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		if x.created[p] {
+			if e.IsDir() { // from Lstat: a symlink is not followed
+				if err := x.clearLower(p); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {

@@ -61,13 +61,12 @@ var ErrUnsafePath = errors.New("unsafe path in archive")
 var ErrSparse = errors.New("sparse files are not supported in layers")
 
 type extractor struct {
-	root     string
-	opts     Options
-	isRoot   bool
-	dirs     []*tar.Header // directories whose times are set at the end
-	dirPaths []string
-	created  map[string]bool // paths created by this stream (WhiteoutApply)
-	buf      []byte
+	root    string
+	opts    Options
+	isRoot  bool
+	dirs    []dirTimes      // directories whose times are set at the end
+	created map[string]bool // paths created by this stream (WhiteoutApply only)
+	buf     []byte
 }
 
 // copyBufSize is the buffer Extract writes files from, reused for each.
@@ -104,16 +103,17 @@ func Extract(r io.Reader, dest string, opts Options) error {
 	}
 	// Directory times last (creating entries changed them), deepest first.
 	for i := len(x.dirs) - 1; i >= 0; i-- {
-		p, err := x.reresolve(x.dirPaths[i])
+		d := x.dirs[i]
+		p, err := x.reresolve(d.path)
 		if err != nil {
-			return fmt.Errorf("cannot set times of %q: %w", x.dirs[i].Name, err)
+			return fmt.Errorf("cannot set times of %q: %w", d.name, err)
 		}
-		err = setTimes(p, x.dirs[i])
+		err = unix.UtimesNanoAt(unix.AT_FDCWD, p, d.ts[:], unix.AT_SYMLINK_NOFOLLOW)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue // a later entry replaced it: no directory to set
 		}
 		if err != nil {
-			return fmt.Errorf("cannot set times of %q: %w", x.dirs[i].Name, err)
+			return fmt.Errorf("cannot set times of %q: %w", d.name, err)
 		}
 	}
 	return nil
@@ -157,12 +157,13 @@ func (x *extractor) resolveDir(dir string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Lstat(p); err == nil {
+		x.markCreated(p) // this stream puts something in it
 		return p, nil
 	}
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return "", err
 	}
-	x.created[p] = true
+	x.markCreated(p)
 	return p, nil
 }
 
@@ -225,8 +226,28 @@ func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
 			return err
 		}
 	}
-	x.created[target] = true
+	x.markCreated(target)
 	return x.setAttrs(target, h)
+}
+
+// dirTimes is what Extract keeps of a directory entry until the end: its
+// path and times, not its header (whose PAX records may take 1 MiB).
+type dirTimes struct {
+	path, name string
+	ts         [2]unix.Timespec
+}
+
+// markCreated notes that p was created by this stream, which only flat
+// rendering needs (opaque whiteouts spare what the layer itself made).
+// A directory holding such an entry is marked too, up to the root, so
+// that an opaque whiteout above clears only what earlier layers put in it.
+func (x *extractor) markCreated(p string) {
+	if x.opts.Whiteouts != WhiteoutApply {
+		return
+	}
+	for ; p != x.root && len(p) > len(x.root) && !x.created[p]; p = filepath.Dir(p) {
+		x.created[p] = true
+	}
 }
 
 // prepareTarget removes what an earlier entry left at target unless both are
@@ -291,7 +312,7 @@ func (x *extractor) hardlink(target string, h *tar.Header) error {
 	if err := unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, target, 0); err != nil {
 		return fmt.Errorf("cannot link to %q: %w", h.Linkname, err)
 	}
-	x.created[target] = true
+	x.markCreated(target)
 	return nil
 }
 
