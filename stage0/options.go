@@ -98,7 +98,7 @@ type AppOptions struct {
 
 	Resources   *specs.LinuxResources // cpu, memory, pids... limits for the app cgroup
 	OOMScoreAdj *int                  // clamped by stage1 to what may be set
-	Rlimits     []specs.POSIXRlimit   // nil: defaults; clamped to the caller's hard limits
+	Rlimits     []specs.POSIXRlimit   // nil: the caller's, inherited; clamped to the caller's hard limits
 	Sysctls     map[string]string     // namespaced sysctls for the app
 
 	PIDMode   NamespaceMode // which PID namespace

@@ -98,10 +98,30 @@ func (r *Runtime) stopSupervisor(ctx context.Context, p *pod, opts StopOptions) 
 }
 
 // supervisorAlive reports whether pid is this pod's stage1 (not a zombie,
-// not a reused pid).
+// not a reused pid): its --pod-dir names the pod's directory, by the same
+// path or by another name of it (the data dir given through a symlink).
 func supervisorAlive(p *pod, pid int) bool {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return err == nil && strings.Contains(string(cmdline), "--pod-dir="+p.dir)
+	if err != nil {
+		return false
+	}
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		dir, ok := strings.CutPrefix(arg, "--pod-dir=")
+		if !ok {
+			continue
+		}
+		if dir == p.dir {
+			return true
+		}
+		its, err := os.Stat(dir)
+		if err != nil {
+			continue
+		}
+		if ours, err := os.Stat(p.dir); err == nil && os.SameFile(its, ours) {
+			return true
+		}
+	}
+	return false
 }
 
 // killSupervisor SIGKILLs the pod's stage1; its apps die with it.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/stage1/control"
 )
 
@@ -105,4 +106,54 @@ func fakeSupervisorPod(t *testing.T, rt *Runtime) (*pod, net.Listener) {
 	}
 	t.Cleanup(func() { l.Close() })
 	return p, l
+}
+
+// TestRunningPodThroughOtherDataDirName: a running pod is running for
+// every caller, whatever name of the data directory it was given (--dir
+// through a symlink, e.g. /var/lib/rkt -> /srv/rkt, in the CLI and the
+// real path in the service's paths.d). The supervisor is recognized by the
+// --pod-dir of its command line, compared as a string with the caller's
+// spelling: the pod was reported exited, `rkt stop` then waited forever for
+// its lock and `rkt rm` failed.
+func TestRunningPodThroughOtherDataDirName(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(Config{DataDir: real, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaLink, err := New(Config{DataDir: link, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := fakeSupervisorPod(t, rt)
+	sup := exec.Command("sh", "-c", "sleep 60", "--pod-dir="+p.dir)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sup.Process.Kill()
+		sup.Wait()
+	}()
+	if err := fileperm.WriteFile(p.layout().Stage1PID(), []byte(strconv.Itoa(sup.Process.Pid)+"\n"), fileperm.Shared); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lock.TryExclusive(p.dir, lock.Dir) // the supervisor's lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for name, r := range map[string]*Runtime{"real": rt, "link": viaLink} {
+		q := r.podAt(dirRun, p.uuid)
+		st, err := q.podState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != PodRunning {
+			t.Errorf("data dir by its %s name (%s): pod is %s, want %s", name, r.cfg.DataDir, st, PodRunning)
+		}
+	}
 }

@@ -8,16 +8,15 @@ import (
 	"github.com/rkt/rkt/pkg/rlimit"
 )
 
-// defaultNofile is the default RLIMIT_NOFILE of apps (soft and hard), like
-// containerd's; it is clamped to the caller's hard limit.
-const defaultNofile = 1024
-
-// rlimits returns the app's rlimits (defaults when none are given), each
-// clamped to the calling process's hard limit: without CAP_SYS_RESOURCE
-// nobody may raise a hard limit, and asking for it would fail the start.
+// rlimits returns the app's rlimits, each clamped to the calling process's
+// hard limit: without CAP_SYS_RESOURCE nobody may raise a hard limit, and
+// asking for it would fail the start. None asked: none set, and the app
+// keeps those of its supervisor, the caller's (the service's unit sets
+// LimitNOFILE, as containerd's and CRI-O's do; their CRI containers
+// inherit the daemon's limits too).
 func rlimits(req []specs.POSIXRlimit) ([]specs.POSIXRlimit, error) {
 	if req == nil {
-		req = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: defaultNofile, Hard: defaultNofile}}
+		return nil, nil
 	}
 	out := make([]specs.POSIXRlimit, 0, len(req))
 	for _, rl := range req {

@@ -177,3 +177,30 @@ func TestStartErrorOnBadSpec(t *testing.T) {
 		t.Errorf("status: %+v", st)
 	}
 }
+
+// TestRlimitsApplied: the rlimits of an app's spec are those its processes get, for the
+// app and for an exec in it. runc's specconv no longer converts
+// spec.Process.Rlimits (runc's CLI does it in its own newProcess), so they
+// must be put on the libcontainer process.
+func TestRlimitsApplied(t *testing.T) {
+	needRoot(t)
+	p := newPod(t, nil)
+	p.addApp("lim", schema.App{}, []string{"sh", "-c", "echo nofile=$(ulimit -Sn)/$(ulimit -Hn); sleep 60"}, func(s *specs.Spec) {
+		s.Process.Rlimits = []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 100, Hard: 200}}
+	})
+	p.mustStart(modeSandbox)
+	if err := p.client.StartApp(ctx(t), "lim"); err != nil {
+		t.Fatalf("start: %v\n%s", err, p.log())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(p.logOf("lim"), "nofile=") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if log := p.logOf("lim"); !strings.Contains(log, " stdout F nofile=100/200\n") {
+		t.Errorf("app's RLIMIT_NOFILE: log %q, want nofile=100/200", log)
+	}
+	out, code := p.exec("lim", "sh", "-c", "echo $(ulimit -Sn)/$(ulimit -Hn)")
+	if code != 0 || strings.TrimSpace(out) != "100/200" {
+		t.Errorf("exec's RLIMIT_NOFILE = %q (code %d), want 100/200", out, code)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/pkg/rlimit"
 	"github.com/rkt/rkt/pkg/schema"
 )
 
@@ -103,6 +104,16 @@ func libcontainerConfig(name string, spec *specs.Spec, systemd bool) (*configs.C
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot convert spec of app %q: %w", name, err)
+	}
+	// runc's specconv leaves the rlimits to its caller (runc's CLI puts
+	// them on each process): set them on the container, which gives them
+	// to its init and to every exec.
+	for _, r := range spec.Process.Rlimits {
+		t, ok := rlimit.Resource(r.Type)
+		if !ok {
+			return nil, fmt.Errorf("cannot convert spec of app %q: unknown rlimit %q", name, r.Type)
+		}
+		cfg.Rlimits = append(cfg.Rlimits, configs.Rlimit{Type: t, Hard: r.Hard, Soft: r.Soft})
 	}
 	// The app dies with its supervisor.
 	cfg.ParentDeathSignal = int(unix.SIGKILL)

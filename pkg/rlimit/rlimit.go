@@ -30,6 +30,16 @@ func Canonical(name string) (string, bool) {
 	return t, ok
 }
 
+// Resource returns the resource number of a limit named as Canonical
+// accepts, and whether it is known.
+func Resource(name string) (int, bool) {
+	t, ok := Canonical(name)
+	if !ok {
+		return 0, false
+	}
+	return resources[t], true
+}
+
 // Clamp lowers r's hard limit to this process's hard limit of the same
 // resource, and its soft limit to its hard limit. It reports whether r
 // changed; an unknown or unreadable limit is left as it is.
