@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -40,11 +41,20 @@ func errInvalid(format string, args ...any) error {
 	return &codedError{control.CodeInvalid, fmt.Errorf(format, args...)}
 }
 
-// listen creates <pod>/stage1.sock, readable by root only.
+// listen creates <pod>/stage1.sock, readable by root only. It is bound in
+// a private directory and moved into place once its mode is set: bound in
+// place, a umask such as 002 would leave it open to the pod directory's
+// group until the chmod.
 func (sv *supervisor) listen() error {
 	p := schema.PodDir(sv.podDir).Stage1Socket()
 	os.Remove(p)
-	addr, release, err := control.ShortSocketPath(p)
+	priv, err := os.MkdirTemp(filepath.Dir(p), ".stage1.sock-") // 0700
+	if err != nil {
+		return fmt.Errorf("cannot make a directory to bind %q in: %w", p, err)
+	}
+	defer os.RemoveAll(priv)
+	bound := filepath.Join(priv, filepath.Base(p))
+	addr, release, err := control.ShortSocketPath(bound)
 	if err != nil {
 		return err
 	}
@@ -53,11 +63,17 @@ func (sv *supervisor) listen() error {
 	if err != nil {
 		return fmt.Errorf("cannot listen on %q: %w", p, err)
 	}
-	if err := os.Chmod(p, 0o600); err != nil {
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // its name moves
+	if err := os.Chmod(bound, 0o600); err != nil {
 		l.Close()
-		return fmt.Errorf("cannot chmod %q: %w", p, err)
+		return fmt.Errorf("cannot chmod %q: %w", bound, err)
 	}
-	sv.listener = l.(*net.UnixListener)
+	if err := os.Rename(bound, p); err != nil {
+		l.Close()
+		return fmt.Errorf("cannot move socket %q into place: %w", p, err)
+	}
+	sv.listener = ul
 	return nil
 }
 
