@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,20 +35,33 @@ var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 // the address connected to, after resolution, so DNS answers cannot get
 // around it. A registry at a non-public address (a local registry, an
 // in-cluster mirror) is the operator's own: its fetches are not
-// restricted. Connections to a configured HTTP proxy are allowed; behind
-// one, the proxy's policy applies.
+// restricted. Which one it is, is the address its first connection
+// reached, not what its name resolves to: a public registry's owner could
+// add a private record to its name (or answer a later lookup with one).
+// Connections to a configured HTTP proxy are allowed; behind one, the
+// proxy's policy applies.
 type dialGuard struct {
-	registry string // host[:port] of the endpoint fetched from
-	dialer   net.Dialer
+	registry     string // host[:port] of the endpoint fetched from
+	registryHost string
+	registryPort string // "" when registry names none
 
-	once     sync.Once
-	internal bool
+	dialer net.Dialer
+
+	mu       sync.Mutex
+	decided  bool // a connection to the registry was made
+	internal bool // the first one reached a non-public address
 
 	proxies sync.Map // host:port of the proxies used
 }
 
+// registryDial marks the context of a dial to the registry itself.
+type registryDial struct{}
+
 func newDialGuard(registry string) *dialGuard {
-	g := &dialGuard{registry: registry, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	g := &dialGuard{registry: registry, registryHost: registry, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	if host, port, err := net.SplitHostPort(registry); err == nil {
+		g.registryHost, g.registryPort = host, port
+	}
 	g.dialer.ControlContext = g.control
 	return g
 }
@@ -75,51 +88,54 @@ func (g *dialGuard) dial(ctx context.Context, network, addr string) (net.Conn, e
 		d.ControlContext = nil
 		return d.DialContext(ctx, network, addr)
 	}
-	return g.dialer.DialContext(ctx, network, addr)
+	toRegistry := g.isRegistry(addr)
+	if toRegistry {
+		ctx = context.WithValue(ctx, registryDial{}, true)
+	}
+	conn, err := g.dialer.DialContext(ctx, network, addr)
+	if err == nil && toRegistry {
+		g.decide(conn.RemoteAddr())
+	}
+	return conn, err
+}
+
+// isRegistry reports whether addr (host:port, as net/http dials) is the
+// registry's: its host, and its port or, when it names none, HTTPS's or
+// the plain HTTP fallback's.
+func (g *dialGuard) isRegistry(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !strings.EqualFold(host, g.registryHost) {
+		return false
+	}
+	if g.registryPort != "" {
+		return port == g.registryPort
+	}
+	return port == "443" || port == "80"
+}
+
+// decide records where the first connection to the registry went.
+func (g *dialGuard) decide(remote net.Addr) {
+	addr, err := netip.ParseAddrPort(remote.String())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.decided && err == nil {
+		g.decided, g.internal = true, !isPublic(addr)
+	}
 }
 
 // control runs before each connection, on the address resolved.
 func (g *dialGuard) control(ctx context.Context, _, address string, _ syscall.RawConn) error {
 	addr, err := netip.ParseAddrPort(address)
-	if err != nil || isPublic(addr) || g.registryInternal(ctx) {
+	if err != nil || isPublic(addr) {
 		return nil
 	}
+	g.mu.Lock()
+	decided, internal := g.decided, g.internal
+	g.mu.Unlock()
+	if internal || (!decided && ctx.Value(registryDial{}) != nil) {
+		return nil // an internal registry's fetch, or the registry's own first connection
+	}
 	return fmt.Errorf("refusing to connect to %s while fetching from %s, a public registry: %w", address, g.registry, ErrNonPublicAddress)
-}
-
-// registryInternal reports whether the registry itself is at a
-// non-public address (any of those its name resolves to).
-func (g *dialGuard) registryInternal(ctx context.Context) bool {
-	g.once.Do(func() {
-		host, port := splitHostPort(g.registry)
-		if host == "localhost" {
-			g.internal = true
-			return
-		}
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return // unknown: restricted
-		}
-		for _, a := range addrs {
-			if !isPublic(netip.AddrPortFrom(a, port)) {
-				g.internal = true
-			}
-		}
-	})
-	return g.internal
-}
-
-// splitHostPort splits a registry's host[:port] (HTTPS's port when none).
-func splitHostPort(hostport string) (string, uint16) {
-	host, p, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return hostport, 443
-	}
-	port, err := strconv.ParseUint(p, 10, 16)
-	if err != nil {
-		return host, 443
-	}
-	return host, uint16(port)
 }
 
 // canonicalAddr is u's host:port, with the scheme's port if u has none,

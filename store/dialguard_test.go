@@ -173,3 +173,43 @@ func TestIsPublic(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchPublicRegistryNameWithPrivateRecord: a public registry whose
+// name also resolves to a non-public address (here "localhost": the owner
+// of a public name can add such a record, or answer a later lookup with
+// one) stays public when its connection reached a public address: its
+// redirects to non-public addresses are refused.
+func TestFetchPublicRegistryNameWithPrivateRecord(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "redirect/named:1", testImage(t, "A=1", []entry{{name: "a", body: "a"}}))
+	ref = "localhost" + strings.TrimPrefix(ref, reg.host[:strings.LastIndex(reg.host, ":")])
+	var hits atomic.Int64
+	port := internalService(t, &hits)
+	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
+		if !strings.Contains(req.URL.Path, "/blobs/") || req.Method != http.MethodGet {
+			return false
+		}
+		http.Redirect(w, req, "http://localhost:"+port+"/latest/meta-data", http.StatusTemporaryRedirect)
+		return true
+	})
+	refusedAsPublic(t, reg, ref, &hits)
+}
+
+func TestDialGuardIsRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		registry, addr string
+		want           bool
+	}{
+		{"registry.example", "registry.example:443", true},
+		{"registry.example", "Registry.Example:80", true},
+		{"registry.example", "registry.example:5000", false},
+		{"registry.example:5000", "registry.example:5000", true},
+		{"registry.example:5000", "registry.example:443", false},
+		{"[::1]:5000", "[::1]:5000", true},
+		{"registry.example", "storage.example:443", false},
+	} {
+		if got := newDialGuard(tc.registry).isRegistry(tc.addr); got != tc.want {
+			t.Errorf("registry %s, dial %s: isRegistry = %v, want %v", tc.registry, tc.addr, got, tc.want)
+		}
+	}
+}
