@@ -26,7 +26,6 @@ type GCResult struct {
 func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bool) (*GCResult, error) {
 	res := &GCResult{}
 	cutoff := time.Now().Add(-grace)
-	var keepBlobs, keepTrees map[string]bool
 	err := s.update(func(tx *txn) error {
 		recs, err := tx.allImages()
 		if err != nil {
@@ -45,15 +44,29 @@ func (s *Store) GC(ctx context.Context, grace time.Duration, inUse map[string]bo
 			}
 			res.Images = append(res.Images, r.ID)
 		}
-		keepBlobs, keepTrees, err = referenced(tx)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, s.underSweepLock(res, func() error {
+		keepBlobs, keepTrees, err := s.referenced()
+		if err != nil {
+			return err
+		}
 		return s.sweep(ctx, cutoff, keepBlobs, keepTrees, res)
 	})
+}
+
+// referenced returns the blobs and trees the images of the index use. Read
+// under the sweep lock, it holds until the lock is released: no fetch can
+// record an image meanwhile.
+func (s *Store) referenced() (blobs, trees map[string]bool, err error) {
+	err = s.view(func(tx *txn) error {
+		blobs, trees, err = referenced(tx)
+		return err
+	})
+	return blobs, trees, err
 }
 
 // underSweepLock runs fn holding the sweep lock; while a fetch runs
@@ -78,13 +91,8 @@ func (s *Store) underSweepLock(res *GCResult, fn func() error) error {
 func (s *Store) SweepUnreferenced(ctx context.Context) (*GCResult, error) {
 	res := &GCResult{}
 	return res, s.underSweepLock(res, func() error {
-		// Under the sweep lock no fetch can record an image meanwhile.
-		var keepBlobs, keepTrees map[string]bool
-		if err := s.view(func(tx *txn) error {
-			var err error
-			keepBlobs, keepTrees, err = referenced(tx)
-			return err
-		}); err != nil {
+		keepBlobs, keepTrees, err := s.referenced()
+		if err != nil {
 			return err
 		}
 		return s.sweep(ctx, time.Now(), keepBlobs, keepTrees, res)

@@ -21,7 +21,6 @@ type RemoveOptions struct {
 // the removed image.
 func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 	var removed *imageRecord
-	var keepBlobs, keepTrees map[string]bool
 	err := s.update(func(tx *txn) error {
 		rec, err := resolve(tx, ref)
 		if err != nil {
@@ -34,8 +33,7 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 			return fmt.Errorf("cannot remove image %s: %w", rec.ID, err)
 		}
 		removed = rec
-		keepBlobs, keepTrees, err = referenced(tx)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -51,6 +49,10 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 		return img, err
 	}
 	defer sweep.Close()
+	keepBlobs, keepTrees, err := s.referenced()
+	if err != nil {
+		return img, err
+	}
 	for _, d := range imageBlobs(&removed.Image) {
 		if keepBlobs[d] {
 			continue
