@@ -48,6 +48,33 @@ func TestTeardownNATGone(t *testing.T) {
 	}
 }
 
+// TestTeardownCorruptInfo: a net-info.json cut short (its last save is
+// not synced) does not keep the pod's network forever: Teardown falls back
+// to libcni's cache as when the file is missing, and leaves nothing.
+func TestTeardownCorruptInfo(t *testing.T) {
+	requireRoot(t)
+	for name, data := range map[string]string{"empty": "", "cut": `{"uuid":"`} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t)
+			ctx := context.Background()
+			pn := newPod(t, cfg, "default")
+			pn.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
+			if _, err := Setup(ctx, cfg, pn); err != nil {
+				t.Fatalf("Setup: %v", err)
+			}
+			if err := os.WriteFile(schema.PodDir(pn.Dir).NetInfo(), []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+				t.Fatalf("Teardown with a corrupt net-info.json: %v", err)
+			}
+			if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+				t.Fatalf("after Teardown: %v", left)
+			}
+		})
+	}
+}
+
 // TestTeardownDELErrors: a DEL that fails because what it removes is
 // already gone counts as done; any other failure stays an error, and the
 // pod's network is kept for a retry.

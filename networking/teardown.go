@@ -25,13 +25,18 @@ func Load(podDir string) (*Result, error) {
 	}
 	var res Result
 	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("cannot parse network info %q: %w", path, err)
+		return nil, fmt.Errorf("cannot parse network info %q: %w: %w", path, errCorruptInfo, err)
 	}
 	if res.NetNS != "" {
 		res.NetNS = schema.PodDir(podDir).NetNS()
 	}
 	return &res, nil
 }
+
+// errCorruptInfo is a net-info.json that does not parse: empty or cut
+// short by a power cut after its last, unsynced save on a filesystem that
+// does not order a rename after the data (ext4 does).
+var errCorruptInfo = errors.New("corrupt network info")
 
 func save(podDir string, res *Result) error {
 	return writeInfo(podDir, res, fileperm.WriteFile)
@@ -60,9 +65,10 @@ func writeInfo(podDir string, res *Result, write func(string, []byte, fileperm.C
 func Teardown(ctx context.Context, cfg Config, podDir string) error {
 	netnsPath := schema.PodDir(podDir).NetNS()
 	res, err := Load(podDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errCorruptInfo) {
 		return err
 	}
+	// a corrupt net-info.json is as good as none: libcni's cache stands in
 	if res == nil || !res.Complete || res.TeardownStarted {
 		// an ADD or DEL may have been cut off with its stage0
 		uuid := filepath.Base(podDir)
@@ -79,8 +85,8 @@ func Teardown(ctx context.Context, cfg Config, podDir string) error {
 		}
 	}
 	if res == nil {
-		// No net-info.json (lost, or never written): fall back to libcni's
-		// cache, keyed by the pod UUID (the pod dir's name).
+		// No net-info.json (lost, corrupt, or never written): fall back to
+		// libcni's cache, keyed by the pod UUID (the pod dir's name).
 		uuid := filepath.Base(podDir)
 		if err := delCachedAttachments(ctx, cfg, uuid, netnsPath); err != nil {
 			return err
