@@ -226,7 +226,7 @@ func TestTeardownNetNSGone(t *testing.T) {
 	if !strings.Contains(left, "iptables:") || !strings.Contains(left, "ipam:") {
 		t.Fatalf("expected rules and reservation before Teardown, got:\n%s", left)
 	}
-	chains := podChains(t, pn.UUID)
+	chains := taggedChains(t, pn.UUID)
 	if len(chains) < 2 {
 		t.Fatalf("expected a masquerade and a DNAT chain for the pod, got %v", chains)
 	}
@@ -244,8 +244,8 @@ func TestTeardownNetNSGone(t *testing.T) {
 	}
 }
 
-// podChains returns the per-pod chains that rules tagged with uuid jump to.
-func podChains(t *testing.T, uuid string) []string {
+// taggedChains returns the per-pod chains that rules tagged with uuid jump to.
+func taggedChains(t *testing.T, uuid string) []string {
 	t.Helper()
 	out, err := exec.Command("iptables-save", "-t", "nat").Output()
 	if err != nil {
@@ -269,5 +269,85 @@ func TestSplitRule(t *testing.T) {
 	want := []string{"-A", "POSTROUTING", "-s", "10.0.0.2/32", "-m", "comment", "--comment", `name: "default" id: "abc"`, "-j", "CNI-123"}
 	if got := splitRule(line); !reflect.DeepEqual(got, want) {
 		t.Fatalf("splitRule = %q", got)
+	}
+}
+
+// podChains names the chains as the installed plugins do: bridge's
+// masquerade chain and portmap's DNAT chain of a pod set up on a network
+// with both.
+func TestPodChainsNames(t *testing.T) {
+	requireRoot(t)
+	cfg := testConfig(t)
+	ctx := context.Background()
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"masq","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","subnet":%q}},{"type":"portmap","capabilities":{"portMappings":true}}]}`, cfg.DefaultBridge, cfg.DefaultSubnet)
+	if err := os.WriteFile(filepath.Join(cfg.ConfDir, "masq.conflist"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pn := newPod(t, cfg, "masq")
+	pn.Ports = []schema.PortMapping{{ContainerPort: 80, HostPort: freePort(t)}}
+	if _, err := Setup(ctx, cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := Teardown(ctx, cfg, pn.Dir); err != nil {
+			t.Errorf("Teardown: %v", err)
+		}
+	})
+	var made []string
+	for _, c := range taggedChains(t, pn.UUID) {
+		if strings.HasPrefix(c, "CNI-") {
+			made = append(made, c)
+		}
+	}
+	own := podChains(pn.UUID, []string{"masq"})
+	if len(made) != 2 {
+		t.Fatalf("the plugins made chains %v, want bridge's and portmap's", made)
+	}
+	for _, c := range made {
+		if !own[c] {
+			t.Errorf("chain %s the plugins made is not among the pod's by name %v", c, own)
+		}
+	}
+}
+
+// An ADD killed after it made the pod's chains and before the tagged rules
+// that jump to them leaves chains that only their names tie to the pod:
+// the sweep removes them, empty or holding tagged rules.
+func TestSweepUntaggedPodChains(t *testing.T) {
+	requireRoot(t)
+	uuid := fmt.Sprintf("5eedc4a1-0000-4000-8000-%012x", time.Now().UnixNano()&0xffffffffffff)
+	own := podChains(uuid, []string{"aud"})
+	var masq, dnat string
+	for c := range own {
+		switch {
+		case strings.HasPrefix(c, "CNI-DN-"):
+			dnat = c
+		case !strings.HasPrefix(c, "CNI-SN-"):
+			masq = c
+		}
+	}
+	ipt := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("iptables %v: %v: %s", args, err, out)
+		}
+	}
+	ipt("-N", masq)
+	ipt("-A", masq, "-d", "10.231.9.0/24", "-j", "ACCEPT", "-m", "comment", "--comment", fmt.Sprintf(`name: "aud" id: %q`, uuid))
+	ipt("-N", dnat)
+	t.Cleanup(func() {
+		for _, c := range []string{masq, dnat} {
+			exec.Command("iptables", "-w", "-t", "nat", "-F", c).Run()
+			exec.Command("iptables", "-w", "-t", "nat", "-X", c).Run()
+		}
+	})
+	if err := sweepIPTables(context.Background(), uuid, []string{"aud"}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command("iptables-save", "-t", "nat").Output()
+	for _, c := range []string{masq, dnat} {
+		if strings.Contains(string(out), ":"+c+" ") {
+			t.Errorf("chain %s left after the sweep", c)
+		}
 	}
 }

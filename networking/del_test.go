@@ -155,7 +155,7 @@ func TestTeardownPortmapUninstalled(t *testing.T) {
 	}
 	terr := Teardown(ctx, cfg, pn.Dir)
 	left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge)
-	_ = sweepIPTables(ctx, pn.UUID) // clean up for the next tests
+	_ = sweepIPTables(ctx, pn.UUID, []string{"default"}) // clean up for the next tests
 	if terr != nil {
 		t.Fatalf("Teardown: %v", terr)
 	}

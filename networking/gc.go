@@ -28,7 +28,7 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments: %w", err)
 	}
-	swept := map[string]bool{}
+	nets := map[string][]string{} // of each vanished pod, the networks left
 	for _, a := range atts {
 		if exists(a.ContainerID) {
 			continue
@@ -42,11 +42,11 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 				errs = append(errs, err)
 			}
 		}
-		if !swept[a.ContainerID] {
-			swept[a.ContainerID] = true
-			if err := sweepIPTables(ctx, a.ContainerID); err != nil {
-				errs = append(errs, err)
-			}
+		nets[a.ContainerID] = append(nets[a.ContainerID], a.Network)
+	}
+	for id, n := range nets {
+		if err := sweepIPTables(ctx, id, n); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := gcReservations(cfg, exists); err != nil {

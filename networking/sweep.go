@@ -2,6 +2,8 @@ package networking
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -18,18 +20,19 @@ var sharedChains = map[string]bool{
 }
 
 // sweepIPTables removes the iptables rules that CNI plugins tagged with the
-// pod's container ID (comment `id: "<uuid>"`) and the per-pod chains they
-// jump to. Plugins do this themselves on DEL, but only when they can still
-// find the pod's interface: after the namespace vanished, or after a DEL
-// that was killed half-way, the rules would otherwise stay forever.
-func sweepIPTables(ctx context.Context, uuid string) error {
+// pod's container ID (comment `id: "<uuid>"`), the per-pod chains they
+// jump to, and the pod's chains on nets by their names (podChains). Plugins
+// do this themselves on DEL, but only when they can still find the pod's
+// interface: after the namespace vanished, or after an ADD or DEL that was
+// killed half-way, the rules would otherwise stay forever.
+func sweepIPTables(ctx context.Context, uuid string, nets []string) error {
 	var errs []string
 	for _, bin := range []string{"iptables", "ip6tables"} {
 		if _, err := exec.LookPath(bin + "-save"); err != nil {
 			continue
 		}
 		for _, table := range sweepTables {
-			if err := sweepTable(ctx, bin, table, uuid); err != nil {
+			if err := sweepTable(ctx, bin, table, uuid, nets); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -40,7 +43,25 @@ func sweepIPTables(ctx context.Context, uuid string) error {
 	return nil
 }
 
-func sweepTable(ctx context.Context, bin, table, uuid string) error {
+// podChains are the chains the reference plugins make for the pod uuid on
+// the networks nets and name after both: bridge's masquerade chain and
+// portmap's DNAT and SNAT chains (CNI's utils.MustFormatChainNameWithPrefix,
+// computed here: that package would link the plugins' netlink and nftables
+// code into rkt). An ADD killed after it made one, before the tagged rule
+// that jumps to it, leaves it with nothing tagged to find it by.
+func podChains(uuid string, nets []string) map[string]bool {
+	chains := map[string]bool{}
+	for _, n := range nets {
+		sum := sha512.Sum512([]byte(n + uuid))
+		h := hex.EncodeToString(sum[:])
+		for _, prefix := range []string{"CNI-", "CNI-DN-", "CNI-SN-"} {
+			chains[(prefix + h)[:28]] = true
+		}
+	}
+	return chains
+}
+
+func sweepTable(ctx context.Context, bin, table, uuid string, nets []string) error {
 	out, err := exec.CommandContext(ctx, bin+"-save", "-t", table).Output()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -51,7 +72,14 @@ func sweepTable(ctx context.Context, bin, table, uuid string) error {
 	}
 	tag := fmt.Sprintf(`id: \"%s\"`, uuid)
 	chains := map[string]bool{}
+	own := podChains(uuid, nets)
 	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(line, ":"); ok {
+			if name, _, _ = strings.Cut(name, " "); own[name] {
+				chains[name] = true
+			}
+			continue
+		}
 		if !strings.HasPrefix(line, "-A ") || !strings.Contains(line, tag) {
 			continue
 		}

@@ -149,7 +149,11 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 		}
 	}
 	if (sweep || skipped || ex.tolerated()) && len(errs) == 0 {
-		if err := sweepIPTables(ctx, uuid); err != nil {
+		nets := make([]string, 0, len(res.Networks))
+		for _, n := range res.Networks {
+			nets = append(nets, n.Name)
+		}
+		if err := sweepIPTables(ctx, uuid, nets); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -174,16 +178,18 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
 	}
 	var errs []error
+	var nets []string
 	for _, a := range atts {
 		a.NetNS = netns
 		if err := delAttachment(ctx, cfg, cni, a); err != nil {
 			errs = append(errs, err)
 		}
+		nets = append(nets, a.Network)
 	}
 	if len(atts) > 0 && len(errs) == 0 {
 		// also what a DEL that stopped at something gone, or a plugin
 		// no longer installed, left
-		if err := sweepIPTables(ctx, uuid); err != nil {
+		if err := sweepIPTables(ctx, uuid, nets); err != nil {
 			return err
 		}
 		return releaseReservations(cfg, uuid)

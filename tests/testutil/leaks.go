@@ -3,6 +3,8 @@ package testutil
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha512"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"net"
@@ -90,7 +92,10 @@ func findCNICache(dataDir string) []Leak {
 }
 
 // findIptables reports iptables rules and chains that mention a pod UUID
-// (CNI's bridge masquerading and portmap tag theirs with the container ID).
+// (CNI's bridge masquerading and portmap tag theirs with the container ID),
+// and the chains those plugins made for a pod on the built-in network,
+// which are named after it (an ADD killed before the rule that jumps to
+// one leaves it with nothing that mentions the pod).
 func findIptables(uuids []string) []Leak {
 	if len(uuids) == 0 {
 		return nil
@@ -99,9 +104,17 @@ func findIptables(uuids []string) []Leak {
 	if err != nil {
 		return nil // no iptables here: nothing to leak
 	}
+	named := map[string]bool{}
+	for _, u := range uuids {
+		sum := sha512.Sum512([]byte("default" + u))
+		for _, prefix := range []string{"CNI-", "CNI-DN-", "CNI-SN-"} {
+			named[(prefix + hex.EncodeToString(sum[:]))[:28]] = true
+		}
+	}
 	var leaks []Leak
 	for _, line := range strings.Split(string(out), "\n") {
-		if containsAny(line, uuids) {
+		chain, _, _ := strings.Cut(strings.TrimPrefix(line, ":"), " ")
+		if containsAny(line, uuids) || (strings.HasPrefix(line, ":") && named[chain]) {
 			leaks = append(leaks, Leak{Kind: "iptables", What: line})
 		}
 	}
