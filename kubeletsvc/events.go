@@ -17,8 +17,10 @@ import (
 type eventBus struct {
 	mu   sync.Mutex
 	subs map[chan *runtimeapi.ContainerEventResponse]struct{}
-	// last is the last event type published per container, so that the
-	// watcher reports only what the lifecycle calls did not.
+	// last is the last event type published per container while someone
+	// listens, so that the watcher reports only what the lifecycle calls
+	// did not. With no listener nothing is kept: containers removed
+	// outside the CRI (rkt rm, rkt gc) would stay in it.
 	last map[string]runtimeapi.ContainerEventType
 }
 
@@ -47,12 +49,18 @@ func (b *eventBus) subscribe() chan *runtimeapi.ContainerEventResponse {
 func (b *eventBus) unsubscribe(ch chan *runtimeapi.ContainerEventResponse) {
 	b.mu.Lock()
 	delete(b.subs, ch)
+	if len(b.subs) == 0 {
+		clear(b.last)
+	}
 	b.mu.Unlock()
 }
 
 func (b *eventBus) publish(ev *runtimeapi.ContainerEventResponse) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.subs) == 0 {
+		return
+	}
 	if ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
 		delete(b.last, ev.ContainerId)
 	} else {

@@ -40,3 +40,22 @@ func TestEventBusOneEventPerTransition(t *testing.T) {
 	default:
 	}
 }
+
+// With no listener the bus keeps nothing: containers removed outside the
+// CRI would otherwise stay in it for the service's life.
+func TestEventBusKeepsNothingUnheard(t *testing.T) {
+	b := newEventBus()
+	b.publish(&runtimeapi.ContainerEventResponse{ContainerId: "a", ContainerEventType: runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT})
+	if len(b.last) != 0 {
+		t.Errorf("kept %v with no listener", b.last)
+	}
+	ch := b.subscribe()
+	b.publish(&runtimeapi.ContainerEventResponse{ContainerId: "b", ContainerEventType: runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT})
+	if len(b.last) != 1 {
+		t.Errorf("kept %v with a listener, want b", b.last)
+	}
+	b.unsubscribe(ch)
+	if len(b.last) != 0 {
+		t.Errorf("kept %v after the last listener left", b.last)
+	}
+}
