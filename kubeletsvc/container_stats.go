@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -185,5 +186,12 @@ func (s *cpuSampler) rate(key string, at time.Time, usage uint64) uint64 {
 func (s *cpuSampler) forget(key string) {
 	s.mu.Lock()
 	delete(s.last, key)
+	s.mu.Unlock()
+}
+
+// forgetMatching forgets the samples of the keys that match.
+func (s *cpuSampler) forgetMatching(match func(key string) bool) {
+	s.mu.Lock()
+	maps.DeleteFunc(s.last, func(k string, _ cpuSample) bool { return match(k) })
 	s.mu.Unlock()
 }

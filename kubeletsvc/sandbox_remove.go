@@ -22,12 +22,14 @@ func (c *criService) RemovePodSandbox(ctx context.Context, r *runtimeapi.RemoveP
 	if err := c.rt.Remove(ctx, s.ID(), true); err != nil && !isNotFound(err) {
 		return nil, fmt.Errorf("cannot remove pod sandbox %s: %w", s.ID(), err)
 	}
+	// by ID, not by ctrs: an app whose config does not decode, or one a
+	// CreateContainer added meanwhile, holds a name and samples too
+	ofPod := func(id string) bool { pod, ok := podOfContainerID(id); return ok && pod == s.ID() }
+	c.containerNames.ReleaseIDs(ofPod)
+	c.stats.forgetMatching(func(key string) bool { return key == s.ID() || ofPod(key) })
 	for _, ct := range ctrs {
-		c.containerNames.Release(ct.id)
-		c.forgetContainer(ct.id)
 		c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}
 	c.sandboxNames.Release(s.ID())
-	c.stats.forget(s.ID())
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }

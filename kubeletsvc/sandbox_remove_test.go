@@ -1,7 +1,9 @@
 package kubeletsvc
 
 import (
+	"maps"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -33,4 +35,34 @@ func TestRemovePodSandbox(t *testing.T) {
 	// the names are free again
 	id2 := e.runPod(t, "web")
 	e.createContainer(t, id2, "app")
+}
+
+// RemovePodSandbox forgets every container of the pod, also one whose
+// config no longer decodes: its name reservation and CPU samples went
+// with the containers it could read only.
+func TestRemovePodSandboxForgetsUnreadable(t *testing.T) {
+	e := newTestEnv(t)
+	pod := e.runPod(t, "web")
+	bad := e.startContainer(t, pod, "bad")
+	e.svc.stats.rate(bad, time.Now(), 1) // a sample, as a stats call takes
+	e.rt.mu.Lock()
+	for i := range e.rt.pods[pod].Apps {
+		a := &e.rt.pods[pod].Apps[i]
+		if a.App.Annotations[annoContainerID] == bad {
+			a.App.Annotations = maps.Clone(a.App.Annotations)
+			a.App.Annotations[annoConfig] = "{not a config"
+		}
+	}
+	e.rt.mu.Unlock()
+	if _, err := e.rs.RemovePodSandbox(e.ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
+		t.Fatal(err)
+	}
+	if _, held := e.svc.containerNames.Owner(containerKey(pod, &runtimeapi.ContainerMetadata{Name: "bad"})); held {
+		t.Error("the unreadable container's name is still reserved")
+	}
+	e.svc.stats.mu.Lock()
+	defer e.svc.stats.mu.Unlock()
+	if len(e.svc.stats.last) != 0 {
+		t.Errorf("CPU samples kept: %v", e.svc.stats.last)
+	}
 }

@@ -57,6 +57,18 @@ func (r *Registrar) Release(id string) {
 	}
 }
 
+// ReleaseIDs frees the names held by the ids that match.
+func (r *Registrar) ReleaseIDs(match func(id string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, name := range r.ids {
+		if match(id) {
+			delete(r.names, name)
+			delete(r.ids, id)
+		}
+	}
+}
+
 // ReleaseName frees name, if reserved.
 func (r *Registrar) ReleaseName(name string) {
 	r.mu.Lock()
