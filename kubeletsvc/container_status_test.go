@@ -2,7 +2,6 @@ package kubeletsvc
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"testing"
 
@@ -145,15 +144,7 @@ func TestContainerStatusUnreadableSibling(t *testing.T) {
 	pod := e.runPod(t, "web")
 	good := e.startContainer(t, pod, "good")
 	bad := e.startContainer(t, pod, "bad")
-	e.rt.mu.Lock()
-	for i := range e.rt.pods[pod].Apps {
-		a := &e.rt.pods[pod].Apps[i]
-		if a.App.Annotations[annoContainerID] == bad {
-			a.App.Annotations = maps.Clone(a.App.Annotations)
-			a.App.Annotations[annoConfig] = "{not a config"
-		}
-	}
-	e.rt.mu.Unlock()
+	e.breakConfig(pod, bad)
 	if r, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: good}); err != nil || r.GetStatus().GetId() != good {
 		t.Fatalf("ContainerStatus of the readable sibling: %v, %v", r, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"reflect"
 	"slices"
@@ -809,4 +810,17 @@ func sameIDs(got, want []string) bool {
 	slices.Sort(got)
 	slices.Sort(want)
 	return slices.Equal(got, want)
+}
+
+// breakConfig makes the CRI config of container id of pod undecodable.
+func (e *testEnv) breakConfig(pod, id string) {
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	for i := range e.rt.pods[pod].Apps {
+		a := &e.rt.pods[pod].Apps[i]
+		if a.App.Annotations[annoContainerID] == id {
+			a.App.Annotations = maps.Clone(a.App.Annotations)
+			a.App.Annotations[annoConfig] = "{not a config"
+		}
+	}
 }

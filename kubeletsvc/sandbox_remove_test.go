@@ -1,7 +1,6 @@
 package kubeletsvc
 
 import (
-	"maps"
 	"testing"
 	"time"
 
@@ -45,15 +44,7 @@ func TestRemovePodSandboxForgetsUnreadable(t *testing.T) {
 	pod := e.runPod(t, "web")
 	bad := e.startContainer(t, pod, "bad")
 	e.svc.stats.rate(bad, time.Now(), 1) // a sample, as a stats call takes
-	e.rt.mu.Lock()
-	for i := range e.rt.pods[pod].Apps {
-		a := &e.rt.pods[pod].Apps[i]
-		if a.App.Annotations[annoContainerID] == bad {
-			a.App.Annotations = maps.Clone(a.App.Annotations)
-			a.App.Annotations[annoConfig] = "{not a config"
-		}
-	}
-	e.rt.mu.Unlock()
+	e.breakConfig(pod, bad)
 	if _, err := e.rs.RemovePodSandbox(e.ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod}); err != nil {
 		t.Fatal(err)
 	}

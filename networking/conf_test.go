@@ -199,8 +199,8 @@ func TestConfFIFORefused(t *testing.T) {
 
 // TestCRINetworkNamedHost: the CRI's pod network is the name of the first
 // config in the conf dir, which Begin then reads as a network list: a
-// config named "host" gives every CRI pod the host's network namespace, one
-// named "none" no network, and NetworkReady says the network is ready.
+// config named "host" or "none" is refused (the network is not ready),
+// not taken for the special network of that name.
 func TestCRINetworkNamedHost(t *testing.T) {
 	for _, name := range []string{"host", "none"} {
 		t.Run(name, func(t *testing.T) {

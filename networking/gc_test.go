@@ -78,23 +78,13 @@ func TestGC(t *testing.T) {
 }
 
 // TestGCAfterPluginsUninstalled: a network whose plugins are all missing
-// at teardown is skipped without its DEL, so libcni's cache entry stays;
-// once the pod is removed, GC runs the DEL of that entry with the full
-// cached config (no installedPlugins there) and fails, at every run.
+// at teardown still has its libcni cache entry dropped, so GC does not run
+// that entry's DEL (which would fail at every run) once the pod is gone.
 func TestGCAfterPluginsUninstalled(t *testing.T) {
 	requireRoot(t)
 	cfg := testConfig(t)
-	cfg.PluginDirs = []string{linkPlugins(t, "bridge", "host-local")}
 	ctx := context.Background()
-	pn := newPod(t, cfg, "default")
-	if _, err := Setup(ctx, cfg, pn); err != nil {
-		t.Fatalf("Setup: %v", err)
-	}
-	for _, n := range []string{"bridge", "host-local"} {
-		if err := os.Remove(filepath.Join(cfg.PluginDirs[0], n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pn := setupThenUninstall(t, &cfg, []string{"bridge", "host-local"}, false, "bridge", "host-local")
 	if err := Teardown(ctx, cfg, pn.Dir); err != nil {
 		t.Fatalf("Teardown: %v", err)
 	}

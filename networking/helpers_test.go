@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // requireRoot skips tests that create namespaces, bridges and iptables rules
@@ -212,4 +214,24 @@ func mustFindPlugin(t *testing.T, n string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// setupThenUninstall sets up a pod on the default network (with a port
+// mapping when ports) with only plugins installed, then uninstalls gone.
+func setupThenUninstall(t *testing.T, cfg *Config, plugins []string, ports bool, gone ...string) PodNet {
+	t.Helper()
+	cfg.PluginDirs = []string{linkPlugins(t, plugins...)}
+	pn := newPod(t, *cfg, "default")
+	if ports {
+		pn.Ports = []schema.PortMapping{{Protocol: "tcp", HostPort: freePort(t), ContainerPort: 80}}
+	}
+	if _, err := Setup(context.Background(), *cfg, pn); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	for _, n := range gone {
+		if err := os.Remove(filepath.Join(cfg.PluginDirs[0], n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pn
 }

@@ -84,8 +84,7 @@ func TestOutboundNAT(t *testing.T) {
 // TestMasqueradeAfterReboot: the outbound NAT rule of the default network
 // is gone after a reboot (or a flush of the nat table) while the markers of
 // the pods that used it stay on disk until those pods are torn down. A pod
-// set up then must still get the rule: it is not added because another
-// marker exists, and it never is while any pod holds a marker.
+// set up then still gets the rule, though other markers exist.
 func TestMasqueradeAfterReboot(t *testing.T) {
 	requireRoot(t)
 	cfg := testConfig(t)

@@ -41,17 +41,7 @@ func TestStopSupervisorDeadlineClosesPidfd(t *testing.T) {
 	rt := newTestRuntime(t)
 	p, l := fakeSupervisorPod(t, rt)
 	// A supervisor that takes the shutdown request and never answers.
-	sup := exec.Command("sh", "-c", "sleep 60", "--pod-dir="+p.dir)
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sup.Process.Kill()
-		sup.Wait()
-	}()
-	if err := fileperm.WriteFile(p.layout().Stage1PID(), []byte(strconv.Itoa(sup.Process.Pid)+"\n"), fileperm.Shared); err != nil {
-		t.Fatal(err)
-	}
+	fakeSupervisorProcess(t, p)
 	go func() {
 		var conns []net.Conn
 		defer func() {
@@ -130,17 +120,7 @@ func TestRunningPodThroughOtherDataDirName(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := fakeSupervisorPod(t, rt)
-	sup := exec.Command("sh", "-c", "sleep 60", "--pod-dir="+p.dir)
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sup.Process.Kill()
-		sup.Wait()
-	}()
-	if err := fileperm.WriteFile(p.layout().Stage1PID(), []byte(strconv.Itoa(sup.Process.Pid)+"\n"), fileperm.Shared); err != nil {
-		t.Fatal(err)
-	}
+	fakeSupervisorProcess(t, p)
 	l, err := lock.TryExclusive(p.dir, lock.Dir) // the supervisor's lock
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +136,22 @@ func TestRunningPodThroughOtherDataDirName(t *testing.T) {
 			t.Errorf("data dir by its %s name (%s): pod is %s, want %s", name, r.cfg.DataDir, st, PodRunning)
 		}
 	}
+}
+
+// fakeSupervisorProcess starts a process that passes for p's stage1 (its
+// command line names the pod's directory) and records it as such.
+func fakeSupervisorProcess(t *testing.T, p *pod) *exec.Cmd {
+	t.Helper()
+	sup := exec.Command("sh", "-c", "sleep 60", "--pod-dir="+p.dir)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sup.Process.Kill()
+		sup.Wait()
+	})
+	if err := fileperm.WriteFile(p.layout().Stage1PID(), []byte(strconv.Itoa(sup.Process.Pid)+"\n"), fileperm.Shared); err != nil {
+		t.Fatal(err)
+	}
+	return sup
 }

@@ -11,11 +11,10 @@ import (
 )
 
 // TestRemovedImagesLeaveNoConfigs: the store caches each image's parsed
-// config by image ID for its lifetime (configs are immutable), and nothing
-// ever takes one out. The kubelet-service opens its store once: every
-// image it ever pulled, removed or collected since keeps its config (up to
-// 4 MiB of JSON, parsed) in the service's memory, and a pod spec names
-// any image it likes.
+// config by image ID (configs are immutable); a removed image's goes with
+// it. The kubelet-service opens its store once: it would otherwise keep the
+// config (up to 4 MiB of JSON, parsed) of every image it ever pulled,
+// refused or removed, and a pod spec names any image it likes.
 func TestRemovedImagesLeaveNoConfigs(t *testing.T) {
 	reg := startRegistry(t)
 	s := newStore(t)

@@ -38,6 +38,17 @@ func publicRegistry(t *testing.T, reg *testRegistry) {
 	isPublic = func(a netip.AddrPort) bool { return a.Port() == uint16(p) }
 }
 
+// redirectBlobs makes reg redirect every blob GET to the URL to gives.
+func redirectBlobs(reg *testRegistry, to func(*http.Request) string) {
+	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
+		if !strings.Contains(req.URL.Path, "/blobs/") || req.Method != http.MethodGet {
+			return false
+		}
+		http.Redirect(w, req, to(req), http.StatusTemporaryRedirect)
+		return true
+	})
+}
+
 // refusedAsPublic fetches ref from reg, counted as a public registry: the
 // fetch must fail on a non-public address, which must get no request, and
 // leave nothing stored.
@@ -60,13 +71,7 @@ func TestFetchRedirectToNonPublicRefused(t *testing.T) {
 	ref := reg.push(t, "redirect/app:1", testImage(t, "A=1", []entry{{name: "a", body: "a"}}))
 	var hits atomic.Int64
 	port := internalService(t, &hits)
-	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
-		if !strings.Contains(req.URL.Path, "/blobs/") || req.Method != http.MethodGet {
-			return false
-		}
-		http.Redirect(w, req, "http://localhost:"+port+"/latest/meta-data", http.StatusTemporaryRedirect)
-		return true
-	})
+	redirectBlobs(reg, func(*http.Request) string { return "http://localhost:" + port + "/latest/meta-data" })
 	refusedAsPublic(t, reg, ref, &hits)
 }
 
@@ -113,13 +118,7 @@ func TestFetchInternalRegistryUnrestricted(t *testing.T) {
 	ref := reg.push(t, "internal/app:1", img)
 	storage := httptest.NewServer(reg.handler) // the same blobs, another port
 	t.Cleanup(storage.Close)
-	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
-		if !strings.Contains(req.URL.Path, "/blobs/") || req.Method != http.MethodGet {
-			return false
-		}
-		http.Redirect(w, req, storage.URL+req.URL.Path, http.StatusTemporaryRedirect)
-		return true
-	})
+	redirectBlobs(reg, func(req *http.Request) string { return storage.URL + req.URL.Path })
 	if _, err := newStore(t).Fetch(t.Context(), ref, FetchOptions{}); err != nil {
 		t.Fatalf("fetch from an internal registry redirected to internal storage: %v", err)
 	}
@@ -185,13 +184,7 @@ func TestFetchPublicRegistryNameWithPrivateRecord(t *testing.T) {
 	ref = "localhost" + strings.TrimPrefix(ref, reg.host[:strings.LastIndex(reg.host, ":")])
 	var hits atomic.Int64
 	port := internalService(t, &hits)
-	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
-		if !strings.Contains(req.URL.Path, "/blobs/") || req.Method != http.MethodGet {
-			return false
-		}
-		http.Redirect(w, req, "http://localhost:"+port+"/latest/meta-data", http.StatusTemporaryRedirect)
-		return true
-	})
+	redirectBlobs(reg, func(*http.Request) string { return "http://localhost:" + port + "/latest/meta-data" })
 	refusedAsPublic(t, reg, ref, &hits)
 }
 

@@ -13,11 +13,10 @@ import (
 )
 
 // TestRefusedLayerNotRetried: Pull fetches an image again once when a
-// layer blob vanished under it (an image gc in another process), which it
-// tells by fs.ErrNotExist. A hostile layer whose hard link names a missing
-// file fails its extraction with ENOENT too: Pull took it for a vanished
-// blob, dropped the image and downloaded every blob a second time before
-// refusing it.
+// layer blob vanished under it (an image gc in another process). A hostile
+// layer whose hard link names a missing file fails its extraction with
+// ENOENT too: it is refused at once, not taken for a vanished blob and
+// downloaded a second time.
 func TestRefusedLayerNotRetried(t *testing.T) {
 	reg := startRegistry(t)
 	img := testImage(t, "IMG=hl", []entry{{name: "link", typ: tar.TypeLink, linkname: "missing"}})

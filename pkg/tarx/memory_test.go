@@ -35,11 +35,11 @@ func (h *heapWatch) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestExtractKeepsNoHeaders: Extract keeps the header of every directory
-// until the end of the layer (for their times), PAX records included. A
-// PAX record that is no xattr is ignored, but may be 1 MiB: a layer of N
-// such directories, a few KiB each once compressed, held N MiB of the
-// unpacking process's memory (the kubelet-service's, for PullImage).
+// TestExtractKeepsNoHeaders: Extract keeps of each directory only what it
+// needs to set its times at the end of the layer, not its header: a PAX
+// record that is no xattr is ignored but may be 1 MiB, and a layer of N
+// such directories, a few KiB each once compressed, would hold N MiB of
+// the unpacking process's memory (the kubelet-service's, for PullImage).
 func TestExtractKeepsNoHeaders(t *testing.T) {
 	const dirs = 96
 	pad := strings.Repeat("x", 1000<<10)

@@ -12,9 +12,8 @@ import (
 // TestOpaqueApplyHidesLowerSubdirs: an opaque whiteout hides everything
 // the lower layers put in its directory (OCI image spec: whiteouts apply
 // to resources of lower layers), as overlayfs does with
-// trusted.overlay.opaque. Flat rendering (WhiteoutApply) kept the lower
-// content of a subdirectory that the same layer declares before the
-// ".wh..wh..opq" entry: a file the image deleted came back.
+// trusted.overlay.opaque, also in a subdirectory that the same layer
+// declares before the ".wh..wh..opq" entry.
 func TestOpaqueApplyHidesLowerSubdirs(t *testing.T) {
 	lower := mkTar(t,
 		ent{name: "opq/", typ: tar.TypeDir, mode: 0o755},
