@@ -168,7 +168,7 @@ func TestTeardownIPAMUninstalled(t *testing.T) {
 		_ = Teardown(context.Background(), cfg, pn.Dir)
 		t.Fatalf("Teardown with the IPAM plugin uninstalled: %v", err)
 	}
-	if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+	if left := settledLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
 		t.Errorf("left after Teardown with host-local uninstalled:\n%s", strings.Join(left, "\n"))
 	}
 }

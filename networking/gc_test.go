@@ -91,7 +91,7 @@ func TestGCAfterPluginsUninstalled(t *testing.T) {
 	gone := func(string) bool { return false }
 	err1 := GC(ctx, cfg, gone)
 	err2 := GC(ctx, cfg, gone)
-	left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge)
+	left := settledLeftovers(t, cfg, pn, cfg.DefaultBridge)
 	if err1 != nil || err2 != nil || len(left) > 0 {
 		t.Errorf("GC of a pod torn down with its plugins uninstalled: %v; again: %v; left: %v", err1, err2, left)
 	}

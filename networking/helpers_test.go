@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
@@ -136,6 +137,21 @@ func readConn(t testing.TB, c net.Conn) string {
 
 // hostState is what a pod may leave on the host: veths on the bridge, IPAM
 // reservations, iptables rules mentioning the pod, libcni cache entries.
+// settledLeftovers is hostLeftovers once the host had up to 5 s to let go
+// of the pod's veth: with its namespace gone and no plugin to delete it,
+// the kernel removes it asynchronously.
+func settledLeftovers(t testing.TB, cfg Config, pn PodNet, bridge string) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := hostLeftovers(t, cfg, pn, bridge)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func hostLeftovers(t testing.TB, cfg Config, pn PodNet, bridge string) []string {
 	t.Helper()
 	var left []string
