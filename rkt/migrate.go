@@ -76,6 +76,9 @@ func runMigrate(ctx context.Context, w io.Writer, f migrateFlags) error {
 			legacy.Dir, len(legacy.Images), legacy.Bytes, len(legacy.Trees), orNone(legacy.Index))
 		if f.once && legacy.Imported != nil {
 			fmt.Fprintf(w, "its images were imported at %s (`rkt migrate` imports them again)\n", legacy.Imported.At.Format(time.RFC3339))
+			if f.remove {
+				failed += recordedFailures(w, legacy)
+			}
 		} else if !f.dryRun {
 			st, err := openStore()
 			if err != nil {
@@ -139,6 +142,25 @@ func runMigrate(ctx context.Context, w io.Writer, f migrateFlags) error {
 	}
 	fmt.Fprintf(w, "removed rkt 1.x's data from %s\n", globals.Dir)
 	return nil
+}
+
+// recordedFailures reports the ACIs of l that the recorded import did not
+// import (failed, or not seen): they keep --remove-legacy from deleting
+// anything, as a failure of this run's import does.
+func recordedFailures(w io.Writer, l *store.Legacy) int {
+	n := 0
+	for _, li := range l.Images {
+		r, ok := l.Imported.Images[li.Key]
+		switch {
+		case !ok:
+			n++
+			fmt.Fprintf(w, "FAILED   %s: not imported yet (`rkt migrate` imports it)\n", li.Key)
+		case strings.HasPrefix(r, "failed: "):
+			n++
+			fmt.Fprintf(w, "FAILED   %s: %s\n", li.Key, strings.TrimPrefix(r, "failed: "))
+		}
+	}
+	return n
 }
 
 func orNone(s string) string {

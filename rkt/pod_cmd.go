@@ -117,8 +117,26 @@ func execCommand(c *cobra.Command, enter bool, defaultTTY string) *cobra.Command
 	cmd := podCommand(c, &rf)
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&app, "app", "", "the app (needed when the pod has several)")
-	cmd.Flags().StringVar(&tty, "tty", defaultTTY, "allocate a terminal: true, false or auto (when stdin and stdout are terminals)")
+	tty = defaultTTY
+	cmd.Flags().Var((*ttyFlag)(&tty), "tty", "allocate a terminal: true, false or auto (when stdin and stdout are terminals); --tty alone is true")
+	cmd.Flags().Lookup("tty").NoOptDefVal = "true"
 	return cmd
+}
+
+// ttyFlag is --tty: true, false or auto. Alone it means true, as the usage
+// line ([--tty]) shows it; it never takes the next word (the UUID, "--" or
+// the command) as its value.
+type ttyFlag string
+
+func (f *ttyFlag) String() string { return string(*f) }
+func (f *ttyFlag) Type() string   { return "true|false|auto" }
+func (f *ttyFlag) Set(v string) error {
+	switch v {
+	case "true", "false", "auto":
+		*f = ttyFlag(v)
+		return nil
+	}
+	return fmt.Errorf("want true, false or auto, not %q", v)
 }
 
 // execArgs returns UUID CMD ARGS... from what cobra left of the command

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,10 +104,18 @@ func (f *podFlags) podOptions() (stage0.PodOptions, map[string]bool, error) {
 		}
 		o.Ports = append(o.Ports, ps.PortMapping)
 	}
-	if len(f.dns) > 0 || len(f.dnsSearch) > 0 || len(f.dnsOpt) > 0 {
-		if !(len(f.dns) == 1 && f.dns[0] == "host") {
-			o.DNS = &schema.DNS{Servers: f.dns, Searches: f.dnsSearch, Options: f.dnsOpt}
+	if slices.Contains(f.dns, "host") {
+		// the host's resolv.conf as it is: nothing to add to it
+		if len(f.dns) > 1 || len(f.dnsSearch) > 0 || len(f.dnsOpt) > 0 {
+			return o, nil, fmt.Errorf("--dns=host copies the host's resolv.conf: it takes no other --dns, --dns-search or --dns-opt")
 		}
+	} else if len(f.dns) > 0 || len(f.dnsSearch) > 0 || len(f.dnsOpt) > 0 {
+		for _, s := range f.dns {
+			if net.ParseIP(s) == nil {
+				return o, nil, fmt.Errorf("invalid --dns %q: want an IP address or host", s)
+			}
+		}
+		o.DNS = &schema.DNS{Servers: f.dns, Searches: f.dnsSearch, Options: f.dnsOpt}
 	}
 	vols := map[string]bool{}
 	for _, v := range f.volumes {

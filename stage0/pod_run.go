@@ -85,6 +85,11 @@ func (r *Runtime) runPrepared(ctx context.Context, uuid string, mode stage1Mode)
 	if p, err = r.refind(p); err != nil || p.state != dirPrepared {
 		return fmt.Errorf("pod %s was moved by someone else: %w", uuid, ErrInvalidState)
 	}
+	// A manifest this rkt cannot read (a newer rkt's) is refused while the
+	// pod is still prepared: startPod would move it to run/ for good.
+	if _, err := p.readManifest(); err != nil {
+		return err
+	}
 	return r.startPod(ctx, p, l, mode)
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -141,7 +142,9 @@ func (e *missingLayerError) Unwrap() error { return e.err }
 // with whiteouts removing what they hide, into dest (created if missing; it
 // must be empty). It is the fallback for hosts without overlayfs and the
 // implementation of `rkt image render`.
-func (s *Store) RenderFlat(ctx context.Context, img *Image, dest string) error {
+func (s *Store) RenderFlat(ctx context.Context, img *Image, dest string) (retErr error) {
+	_, statErr := os.Lstat(dest)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return fmt.Errorf("cannot create render directory %q: %w", dest, err)
 	}
@@ -152,6 +155,22 @@ func (s *Store) RenderFlat(ctx context.Context, img *Image, dest string) error {
 	if len(entries) > 0 {
 		return fmt.Errorf("cannot render image %s into %q: directory not empty", img.ID, dest)
 	}
+	// A render that fails (or is interrupted) half-way takes back what it
+	// wrote: a partial tree would pass for the image's root filesystem.
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		if created {
+			os.RemoveAll(dest)
+			return
+		}
+		if entries, err := os.ReadDir(dest); err == nil {
+			for _, e := range entries {
+				os.RemoveAll(filepath.Join(dest, e.Name()))
+			}
+		}
+	}()
 	for _, l := range img.Layers {
 		if err := s.unpackLayer(ctx, l, dest, tarx.WhiteoutApply); err != nil {
 			return fmt.Errorf("cannot render image %s: %w", img.ID, err)
