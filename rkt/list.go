@@ -39,6 +39,9 @@ func init() {
 					return fmt.Errorf("cannot list pods: %w", err)
 				}
 				legacyNotice(cmd.ErrOrStderr(), true, false)
+				for uuid, err := range rt.LeftOut() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "rkt: pod %s is left out: %v\n", uuid, err)
+				}
 				return printPods(cmd.OutOrStdout(), pods, f, time.Now())
 			},
 		}, &rf)

@@ -22,6 +22,22 @@ func TestRunPreparedNewerManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	manifest := makeNewer(t, rt, uuid)
+	if err := rt.RunPrepared(ctx, uuid); !errors.Is(err, schema.ErrNewerVersion) {
+		t.Errorf("run-prepared of a newer pod: %v, want ErrNewerVersion", err)
+	}
+	if _, err := os.Stat(manifest); err != nil {
+		t.Errorf("the newer pod is no longer prepared: %v", err)
+	}
+	if e, _ := os.ReadDir(rt.stateDir(dirRun)); len(e) != 0 {
+		t.Errorf("the newer pod was moved to run/: %v", e)
+	}
+}
+
+// makeNewer rewrites the manifest of the prepared pod uuid as a newer rkt
+// would write it, and returns its path.
+func makeNewer(t *testing.T, rt *Runtime, uuid string) string {
+	t.Helper()
 	manifest := schema.PodDir(filepath.Join(rt.stateDir(dirPrepared), uuid)).Manifest()
 	b, err := os.ReadFile(manifest)
 	if err != nil {
@@ -34,13 +50,36 @@ func TestRunPreparedNewerManifest(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(newer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.RunPrepared(ctx, uuid); !errors.Is(err, schema.ErrNewerVersion) {
-		t.Errorf("run-prepared of a newer pod: %v, want ErrNewerVersion", err)
-	}
-	if _, err := os.Stat(manifest); err != nil {
-		t.Errorf("the newer pod is no longer prepared: %v", err)
-	}
-	if e, _ := os.ReadDir(rt.stateDir(dirRun)); len(e) != 0 {
-		t.Errorf("the newer pod was moved to run/: %v", e)
+	return manifest
+}
+
+// TestListLeavesOutUnreadable: a pod whose status cannot be read (here a
+// newer rkt's manifest) is left out of lists, with and without the view,
+// not made to fail them: it would hide every other pod (and fail the
+// kubelet's relist).
+func TestListLeavesOutUnreadable(t *testing.T) {
+	for _, watch := range []bool{false, true} {
+		rt, err := New(Config{DataDir: t.TempDir(), Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: watch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var uuids []string
+		for range 2 {
+			uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uuids = append(uuids, uuid)
+		}
+		makeNewer(t, rt, uuids[0])
+		pods, err := rt.List(ctx)
+		if err != nil || len(pods) != 1 || pods[0].UUID != uuids[1] {
+			t.Errorf("watch %v: List = %d pods, %v; want the readable pod only", watch, len(pods), err)
+		}
+		if left := rt.LeftOut(); len(left) != 1 || !errors.Is(left[uuids[0]], schema.ErrNewerVersion) {
+			t.Errorf("watch %v: LeftOut = %v, want the newer pod", watch, left)
+		}
+		rt.Close()
 	}
 }

@@ -92,14 +92,35 @@ func (r *Runtime) list(ctx context.Context) ([]*PodStatus, error) {
 		}
 		st, err := r.podStatus(p)
 		if err != nil {
-			if errors.Is(err, ErrPodNotFound) {
-				continue // removed or moved while we listed
+			if !errors.Is(err, ErrPodNotFound) { // else removed or moved while we listed
+				r.leaveOut(p.uuid, err)
 			}
-			return nil, err
+			continue
 		}
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// leaveOut notes a pod a list leaves out because its status cannot be read
+// (a newer rkt's manifest after a rollback, a corrupt file): one such pod
+// must not hide the others (the kubelet relists every second, and a failed
+// relist marks the node unhealthy). It is logged once; Status of its UUID
+// still says what is wrong.
+func (r *Runtime) leaveOut(uuid string, err error) {
+	if _, seen := r.unreadable.Swap(uuid, err); !seen {
+		r.log.Warn("cannot read a pod: it is left out of pod lists", "pod", uuid, "error", err)
+	}
+}
+
+// LeftOut returns the pods lists left out so far, by UUID, with why.
+func (r *Runtime) LeftOut() map[string]error {
+	out := map[string]error{}
+	r.unreadable.Range(func(k, v any) bool {
+		out[k.(string)] = v.(error)
+		return true
+	})
+	return out
 }
 
 // podStatus reads a pod's state from its directory, lock and status files.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -74,6 +75,9 @@ type Runtime struct {
 	unwatch func()      // ends what Config.Watch started
 	// removals are the background deletions of removed apps (Config.Watch)
 	removals backgroundRemovals
+	// unreadable holds the pods a list left out (UUID -> error), each
+	// logged once
+	unreadable sync.Map
 }
 
 // New returns a Runtime for cfg, filling defaults.

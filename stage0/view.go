@@ -531,10 +531,11 @@ func (v *podView) list() ([]*PodStatus, uint64, error) {
 	for _, uuid := range uuids {
 		st, kept, err := v.statusKept(uuid)
 		if err != nil {
-			if errors.Is(err, ErrPodNotFound) {
-				continue
+			if !errors.Is(err, ErrPodNotFound) {
+				v.r.leaveOut(uuid, err)
+				gen = 0 // read again next time
 			}
-			return nil, 0, err
+			continue
 		}
 		if !kept {
 			gen = 0
