@@ -117,7 +117,9 @@ var metricDefs = []metricDef{
 	}},
 	{"container_spec_memory_swap_limit_bytes", "Memory swap limit for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.MemorySwapLimit) }},
 	{"container_oom_events_total", "Count of out of memory events observed for the container.", false, nil, func(m *ctrMetrics) []sample { return one(m.cg.OOMKills) }},
-	{"container_processes", "Number of processes running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Processes) }},
+	// processes as cAdvisor counts them: the cgroup's cgroup.procs (its
+	// pids.current counts threads: container_threads)
+	{"container_processes", "Number of processes running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(uint64(len(m.cg.Pids))) }},
 	{"container_threads", "Number of threads running inside the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.Threads) }},
 	{"container_threads_max", "Maximum number of threads allowed inside the container, 0 for unlimited.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.ThreadsMax) }},
 	{"container_file_descriptors", "Number of open file descriptors for the container.", true, nil, func(m *ctrMetrics) []sample { return one(m.cg.FileDescriptors) }},

@@ -112,7 +112,7 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*conta
 	out.Linux.Io = ioUsage(ps)
 	out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: ps.Timestamp.UnixNano(), ProcessCount: &runtimeapi.UInt64Value{Value: ps.Processes}}
 	if s.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
-		out.Linux.Network = networkUsage(ps)
+		out.Linux.Network = networkUsage(ps, s.pod)
 	}
 	out.Linux.Containers = cs
 	s.kept.Store(&keptStats[runtimeapi.PodSandboxStats]{src: ps, ctrs: cs, item: out})
@@ -120,10 +120,18 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*conta
 }
 
 // networkUsage converts a pod's interface counters to the CRI's; nil
-// when the pod has none (no app runs, or the host's network).
-func networkUsage(ps *stage0.AppStats) *runtimeapi.NetworkUsage {
+// when the pod has none (no app runs, or the host's network). The default
+// interface (the kubelet's figure of the pod's network) is the pod's first
+// network's (eth0), not the first listed: the kernel's fallback tunnel
+// devices (tunl0, gre0, sit0...), made in every network namespace where
+// their modules are loaded, come before it.
+func networkUsage(ps *stage0.AppStats, pod *stage0.PodStatus) *runtimeapi.NetworkUsage {
 	if len(ps.Networks) == 0 {
 		return nil
+	}
+	def := "eth0" // networking names the first network's interface so
+	if len(pod.Networks) > 0 && pod.Networks[0].Interface != "" {
+		def = pod.Networks[0].Interface
 	}
 	nu := &runtimeapi.NetworkUsage{Timestamp: ps.Timestamp.UnixNano()}
 	for _, n := range ps.Networks {
@@ -131,9 +139,12 @@ func networkUsage(ps *stage0.AppStats) *runtimeapi.NetworkUsage {
 			RxBytes: &runtimeapi.UInt64Value{Value: n.RxBytes}, RxErrors: &runtimeapi.UInt64Value{Value: n.RxErrors},
 			TxBytes: &runtimeapi.UInt64Value{Value: n.TxBytes}, TxErrors: &runtimeapi.UInt64Value{Value: n.TxErrors}}
 		nu.Interfaces = append(nu.Interfaces, iface)
-		if nu.DefaultInterface == nil {
+		if n.Name == def {
 			nu.DefaultInterface = iface
 		}
+	}
+	if nu.DefaultInterface == nil {
+		nu.DefaultInterface = nu.Interfaces[0]
 	}
 	return nu
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,6 +57,11 @@ func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
 		return nil, fmt.Errorf("app %q of pod %s: %w", as.Name, ps.UUID, ErrNotRunning)
 	}
 	cg, err := cgstats.ReadPid(as.Pid)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		// its process (or cgroup) is gone: it exited, and its supervisor
+		// has not recorded it yet
+		return nil, fmt.Errorf("app %q of pod %s exited: %w (%w)", as.Name, ps.UUID, ErrNotRunning, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
 	}
@@ -189,13 +195,18 @@ func (r *Runtime) appStats(ctx context.Context, uuid, app string) (*AppStats, er
 	if err != nil {
 		return nil, err
 	}
-	if r.stats == nil {
-		return readAppStats(ps, app)
+	as := findAppStatus(ps, app)
+	if r.stats == nil || as == nil || ps.State != PodRunning || as.State != schema.AppRunning {
+		return readAppStats(ps, app) // or why it has none
 	}
-	if as := findAppStatus(ps, app); as != nil {
-		app = as.Name
-	}
-	return r.stats.get(ps.UUID+"/"+app, func() (*AppStats, error) { return readAppStats(ps, app) })
+	return r.stats.get(appStatsKey(ps.UUID, as), func() (*AppStats, error) { return readAppStats(ps, as.Name) })
+}
+
+// appStatsKey is the stats cache's key of a running app: its pod, name and
+// process, so that an app that replaced another of the same name (removed,
+// added again) is not answered with the stats of the one before.
+func appStatsKey(uuid string, as *AppStatus) string {
+	return uuid + "/" + as.Name + "/" + strconv.Itoa(as.Pid)
 }
 
 func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) {
@@ -215,7 +226,7 @@ func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) 
 // walking every writable layer.
 type statsCache struct {
 	mu sync.Mutex
-	m  map[string]*AppStats // pod UUID, or UUID/app
+	m  map[string]*AppStats // pod UUID, or appStatsKey
 }
 
 // get returns the cached stats of key, or reads (and keeps) them when
@@ -304,7 +315,7 @@ func (r *Runtime) refreshStats(ctx context.Context) {
 			}
 			s, err := readAppStats(ps, a.Name)
 			if err == nil {
-				key := ps.UUID + "/" + a.Name
+				key := appStatsKey(ps.UUID, &a)
 				batch[key], seen[key] = s, true
 			} else if !errors.Is(err, ErrNotRunning) {
 				r.log.Debug("stats: cannot read the usage of an app", "pod", ps.UUID, "app", a.Name, "error", err)

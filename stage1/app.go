@@ -534,12 +534,24 @@ func (a *app) updateResources(res *specs.LinuxResources) error {
 	if err != nil {
 		return err
 	}
-	merged := *cfg.Cgroups.Resources
+	prev := cfg.Cgroups.Resources
+	merged := *prev
 	mergeResources(&merged, nc.Cgroups.Resources)
 	cg := *cfg.Cgroups
 	cg.Resources = &merged
 	cfg.Cgroups = &cg
 	if err := ctr.Set(cfg); err != nil {
+		// libcontainer has set the previous limits back, but only those
+		// it had a value for: lift those the refused update added
+		if back, ok := liftAdded(prev, &merged); ok {
+			bcfg := ctr.Config()
+			bcg := *bcfg.Cgroups
+			bcg.Resources = back
+			bcfg.Cgroups = &bcg
+			if err2 := ctr.Set(bcfg); err2 != nil {
+				slog.Warn("cannot lift the limits of a refused update", "app", a.name, "error", err2)
+			}
+		}
 		return fmt.Errorf("cannot update resources of app %q: %w", a.name, err)
 	}
 	a.spec.Linux.Resources = res
@@ -549,10 +561,28 @@ func (a *app) updateResources(res *specs.LinuxResources) error {
 	return nil
 }
 
+// liftAdded returns prev with "no limit" (-1) for the memory, swap and CPU
+// quota limits that next sets and prev has none of (0: libcontainer writes
+// nothing for them), and whether there is any.
+func liftAdded(prev, next *cgroups.Resources) (*cgroups.Resources, bool) {
+	back, lift := *prev, false
+	for _, l := range []struct{ prev, next, back *int64 }{
+		{&prev.Memory, &next.Memory, &back.Memory},
+		{&prev.MemorySwap, &next.MemorySwap, &back.MemorySwap},
+		{&prev.CpuQuota, &next.CpuQuota, &back.CpuQuota},
+	} {
+		if *l.prev == 0 && *l.next != 0 {
+			*l.back, lift = -1, true
+		}
+	}
+	return &back, lift
+}
+
 // mergeResources copies the limits CRI may update (CPU, memory, pids,
 // hugepages, unified) from n to r, keeping the device rules of r.
 func mergeResources(r, n *cgroups.Resources) {
 	r.CpuShares, r.CpuQuota, r.CpuPeriod = n.CpuShares, n.CpuQuota, n.CpuPeriod
+	r.CpuWeight = n.CpuWeight // the shares for cgroup v2, which writes only this
 	r.CpusetCpus, r.CpusetMems = n.CpusetCpus, n.CpusetMems
 	r.Memory, r.MemoryReservation, r.MemorySwap = n.Memory, n.MemoryReservation, n.MemorySwap
 	r.PidsLimit = n.PidsLimit

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
 )
 
@@ -435,9 +437,9 @@ func (r *reader) readV2() {
 			}
 		})
 	}
-	// cpu.weight (1..10000) back to shares (2..262144), as runc converts
+	// cpu.weight (1..10000) back to shares (2..262144)
 	if w := r.uint("", "cpu.weight"); w > 0 {
-		s.CPUShares = 2 + ((w-1)*262142)/9999
+		s.CPUShares = weightToShares(w)
 	}
 	s.MemoryUsage = r.uint("", "memory.current")
 	s.MemoryMaxUsage = r.uint("", "memory.peak")
@@ -457,6 +459,31 @@ func (r *reader) readV2() {
 	if b, err := r.readCgroupFile("", "cgroup.threads"); err == nil {
 		s.Threads = words(b)
 	}
+}
+
+// weightToShares inverts opencontainers/cgroups' conversion of CPU shares
+// to a cgroup v2 weight (for libcontainer's apps, rkt's pod cgroup, runc
+// and crun: a quadratic in log2(shares) through (2, 1), (1024, 100) and
+// (262144, 10000)): the shares nearest the exact inverse that convert to
+// w; several shares have the same weight. The default weight, 100, is 1024
+// shares.
+func weightToShares(w uint64) uint64 {
+	switch {
+	case w <= 1:
+		return 2
+	case w >= 10000:
+		return 262144
+	}
+	x := math.Log10(float64(w)) + 7.0/34.0
+	l := (-125 + math.Sqrt(125*125+4*612*x)) / 2
+	s := uint64(math.Round(math.Exp2(l)))
+	for s > 2 && cgroups.ConvertCPUSharesToCgroupV2Value(s) > w {
+		s--
+	}
+	for s < 262144 && cgroups.ConvertCPUSharesToCgroupV2Value(s) < w {
+		s++
+	}
+	return s
 }
 
 // psi parses a pressure file of the cgroup in the unified hierarchy; nil

@@ -183,7 +183,7 @@ func TestReadV2(t *testing.T) {
 	want := &Stats{
 		CPUUsageNanos: 5e6, CPUUserNanos: 3e6, CPUSystemNanos: 2e6,
 		CFSPeriods: 10, CFSThrottledPeriods: 4, CFSThrottledNanos: 7000,
-		CPUPeriodMicros: 100000, CPUQuotaMicros: 20000, CPUShares: 2 + (99*262142)/9999,
+		CPUPeriodMicros: 100000, CPUQuotaMicros: 20000, CPUShares: 1024,
 		MemoryUsage: 1000, MemoryMaxUsage: 1500, MemoryFailcnt: 5,
 		MemoryCache: 300, MemoryRSS: 600, MemoryMappedFile: 50, MemorySwap: 12, MemoryKernel: 40,
 		MemoryWorkingSet: 800, MemoryPgFault: 9, MemoryPgMajFault: 1,
