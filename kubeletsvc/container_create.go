@@ -84,7 +84,8 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	if err != nil {
 		return "", err
 	}
-	if err := c.containerNames.Reserve(key, id); err != nil {
+	done, err := c.reserve(ctx, c.containerNames, key, id, c.containerGone)
+	if err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
 			return "", fmt.Errorf("%w: container name %q is already used by container %s", errAlreadyExists, key, er.Owner)
@@ -96,6 +97,7 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 		if !created {
 			c.containerNames.Release(id)
 		}
+		done()
 	}()
 
 	if restore != nil && img.ID != restore.imageID {

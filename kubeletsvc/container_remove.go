@@ -14,6 +14,13 @@ func (c *criService) RemoveContainer(ctx context.Context, r *runtimeapi.RemoveCo
 	ct, err := c.getContainer(ctx, r.GetContainerId())
 	if err != nil {
 		if isNotFound(err) {
+			// removed outside the CRI (rkt app rm, rkt rm): what the
+			// service kept of it goes now
+			if _, ok := podOfContainerID(r.GetContainerId()); ok {
+				if _, creating := c.creating.Load(r.GetContainerId()); !creating {
+					c.forgetIDs(r.GetContainerId())
+				}
+			}
 			return &runtimeapi.RemoveContainerResponse{}, nil
 		}
 		return nil, err

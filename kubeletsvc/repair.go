@@ -37,6 +37,7 @@ func (c *criService) repairLoop(ctx context.Context) {
 // CRI call reaches it; the kubelet's image GC only sees images).
 func (c *criService) repair(ctx context.Context) {
 	c.repairPods(ctx)
+	c.forgetGone(ctx)
 	res, err := c.store.SweepUnreferenced(ctx)
 	switch {
 	case err != nil:

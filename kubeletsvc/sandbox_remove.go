@@ -14,6 +14,11 @@ func (c *criService) RemovePodSandbox(ctx context.Context, r *runtimeapi.RemoveP
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
 		if isNotFound(err) {
+			// removed outside the CRI (rkt rm, rkt gc): what the service
+			// kept of it goes now
+			if _, creating := c.creating.Load(r.GetPodSandboxId()); !creating && c.sandboxGone(ctx, r.GetPodSandboxId()) {
+				c.forgetIDs(r.GetPodSandboxId())
+			}
 			return &runtimeapi.RemovePodSandboxResponse{}, nil
 		}
 		return nil, err

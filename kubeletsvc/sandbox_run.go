@@ -56,13 +56,15 @@ func (c *criService) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSand
 		return nil, err
 	}
 	key := sandboxKey(cfg.GetMetadata())
-	if err := c.sandboxNames.Reserve(key, uuid); err != nil {
+	done, err := c.reserve(ctx, c.sandboxNames, key, uuid, c.sandboxGone)
+	if err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
 			return nil, fmt.Errorf("%w: pod sandbox name %q is already used by sandbox %s", errAlreadyExists, key, er.Owner)
 		}
 		return nil, err
 	}
+	defer done()
 	opts.UUID = uuid
 	if _, err := c.rt.Sandbox(ctx, opts); err != nil {
 		c.sandboxNames.Release(uuid)

@@ -90,6 +90,9 @@ func newGRPCServer(svc *criService, in *instrument, opts ...grpc.ServerOption) *
 		// calls run on kept goroutines, whose stacks have grown already,
 		// not each on a new one
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// Stop (at the shutdown timeout) cancels the calls and waits for
+		// them to return: a cancelled call releases what it made
+		grpc.WaitForHandlers(true),
 	)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc)
 	runtimeapi.RegisterImageServiceServer(g, svc)
@@ -135,8 +138,28 @@ func (s *Server) Serve(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-time.After(s.cfg.ShutdownTimeout):
-		s.log.Warn("in-flight calls did not finish in time; closing them", "timeout", s.cfg.ShutdownTimeout)
-		s.grpc.Stop()
+		s.log.Warn("in-flight calls did not finish in time; cancelling them", "timeout", s.cfg.ShutdownTimeout)
+		go s.grpc.Stop() // returns once every handler has
+		select {
+		case <-done:
+		case <-time.After(cancelledCallsWait):
+			s.log.Error("cancelled calls did not end in time; exiting with them cut off (the repair at the next start collects what they left)", "timeout", cancelledCallsWait)
+			return nil
+		}
+	}
+	// stage0's work in the background (the deletion of removed apps)
+	closed := make(chan struct{})
+	go func() { s.svc.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(cancelledCallsWait):
+		s.log.Warn("background work did not end in time", "timeout", cancelledCallsWait)
 	}
 	return nil
 }
+
+// cancelledCallsWait bounds the wait for cancelled calls (each releasing
+// what it made) and background work at shutdown, after the shutdown
+// timeout; with the default one, the two stay within the unit's
+// TimeoutStopSec (30 s).
+var cancelledCallsWait = 15 * time.Second

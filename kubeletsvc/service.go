@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,9 @@ type criService struct {
 	snap           atomic.Pointer[listSnapshot] // the last kept one
 	pulls          atomic.Int32                 // PullImage calls running
 	stopping       <-chan struct{}              // closed when the service shuts down
+	// creating holds the IDs of the sandboxes and containers being
+	// created, from their name's reservation until their creation returns
+	creating sync.Map
 	// usernsErr says why pods cannot have user namespaces here (nil: they
 	// can); probed once at start.
 	usernsErr error
@@ -81,6 +85,13 @@ func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criS
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
+	}
+}
+
+// close waits for the runtime's background work (stage0.Runtime.Close).
+func (c *criService) close() {
+	if cl, ok := c.rt.(interface{ Close() }); ok {
+		cl.Close()
 	}
 }
 

@@ -117,6 +117,7 @@ func (r *Runtime) Generation() uint64 {
 	if r.view == nil {
 		return 0
 	}
+	r.view.checkStateDirs()
 	return r.view.gen.Load()
 }
 

@@ -54,6 +54,7 @@ func hasRunningApps(p *pod) bool {
 
 func (r *Runtime) status(ctx context.Context, uuid string) (*PodStatus, error) {
 	if r.view != nil {
+		r.view.checkStateDirs()
 		// known to the view: its entry is current (or read again), no
 		// need to look for the pod on disk
 		if full, err := r.view.resolve(uuid); err == nil && full != "" {

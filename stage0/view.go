@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -69,7 +70,28 @@ type podView struct {
 	// rescan is bumped when events were lost: the state directories are
 	// listed again until a scan started at that value completes (scanned)
 	rescan, scanned uint64
+	// stateDirs are the state directories watched, by path: inotify
+	// follows a directory, not its path, so a data dir replaced under
+	// the view (restored, moved aside, its filesystem remounted) is seen
+	// by comparing them with what the paths name (checkStateDirs)
+	stateDirs map[string]stateDirWatch
+	// nextCheck is when checkStateDirs looks at the paths again (unix ns)
+	nextCheck atomic.Int64
 }
+
+// stateDirWatch is the watch of a state directory and its identity.
+type stateDirWatch struct {
+	wd       int32 // -1: the directory was missing
+	dev, ino uint64
+}
+
+// stateDirsCheck is how often the state directories' paths are checked
+// for a replaced data dir.
+const stateDirsCheck = time.Second
+
+// stateDirEvents are the events watched on a state directory: those of
+// its pods, and its own removal or move.
+const stateDirEvents = viewEvents | unix.IN_MOVE_SELF
 
 type viewEntry struct {
 	st       *PodStatus           // nil: read it from disk on next use
@@ -123,7 +145,8 @@ func newPodView(r *Runtime) (*podView, error) {
 		return nil, fmt.Errorf("cannot create an inotify instance for the pod view: %w", err)
 	}
 	v := &podView{r: r, ino: ino, ep: -1, stop: -1, pods: map[string]*viewEntry{},
-		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: 1}
+		wds: map[int32]string{}, pidfds: map[int]string{}, rescan: 1,
+		stateDirs: map[string]stateDirWatch{}}
 	v.gen.Store(1) // 0 means no generation
 	fail := func(err error) (*podView, error) {
 		v.close()
@@ -141,14 +164,74 @@ func newPodView(r *Runtime) (*podView, error) {
 		}
 	}
 	for _, s := range podStateDirs {
-		wd, err := unix.InotifyAddWatch(ino, r.stateDir(s), viewEvents)
+		w, err := v.watchStateDir(r.stateDir(s))
 		if err != nil {
-			return fail(fmt.Errorf("cannot watch pod state directory %q: %w", r.stateDir(s), err))
+			return fail(err)
 		}
-		v.wds[int32(wd)] = ""
+		v.stateDirs[r.stateDir(s)] = w
+		v.wds[w.wd] = ""
 	}
+	v.nextCheck.Store(time.Now().Add(stateDirsCheck).UnixNano())
 	go v.loop()
 	return v, nil
+}
+
+// watchStateDir watches a state directory and returns the watch with
+// the directory's identity.
+func (v *podView) watchStateDir(path string) (stateDirWatch, error) {
+	wd, err := unix.InotifyAddWatch(v.ino, path, stateDirEvents)
+	if err != nil {
+		return stateDirWatch{wd: -1}, fmt.Errorf("cannot watch pod state directory %q: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		unix.InotifyRmWatch(v.ino, uint32(wd))
+		return stateDirWatch{wd: -1}, fmt.Errorf("cannot watch pod state directory %q: %w", path, err)
+	}
+	return stateDirWatch{wd: int32(wd), dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// checkStateDirs, at most every stateDirsCheck, checks that the state
+// directories' paths still name the directories watched. When one was
+// replaced (or is gone), what the view knows is of the old ones: every
+// pod is read again from the paths, the state directories are listed
+// again and the new ones watched.
+func (v *podView) checkStateDirs() {
+	now := time.Now().UnixNano()
+	next := v.nextCheck.Load()
+	if now < next || !v.nextCheck.CompareAndSwap(next, now+int64(stateDirsCheck)) {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	replaced, lost := false, false
+	for path, w := range v.stateDirs {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err == nil && w.wd >= 0 && uint64(st.Dev) == w.dev && st.Ino == w.ino {
+			continue
+		}
+		replaced, lost = true, lost || w.wd >= 0
+		if w.wd >= 0 {
+			unix.InotifyRmWatch(v.ino, uint32(w.wd))
+			delete(v.wds, w.wd)
+		}
+		nw, err := v.watchStateDir(path)
+		if err == nil {
+			v.wds[nw.wd] = ""
+		} else {
+			v.nextCheck.Store(0) // missing, or not watchable: look again on next use
+		}
+		v.stateDirs[path] = nw
+	}
+	if replaced {
+		if lost {
+			v.r.log.Warn("pod view: a pod state directory was replaced or removed; reading the pods again")
+		}
+		v.rescan++
+		for uuid := range v.pods {
+			v.invalidateLocked(uuid, false)
+		}
+	}
 }
 
 // close stops the loop and releases the descriptors.
@@ -238,6 +321,10 @@ func (v *podView) readInotify(buf []byte) {
 			if uuid == "" { // a state directory: name is a pod
 				if isUUID(name) {
 					v.invalidateLocked(name, true)
+				}
+				if ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
+					v.nextCheck.Store(0) // removed, moved or unmounted: checked on next use
+					v.gen.Add(1)
 				}
 				continue
 			}
@@ -513,6 +600,7 @@ func (v *podView) watchPod(p *pod) error {
 // generation it is the answer of (0 when some pods were read from disk
 // and are read again on each call).
 func (v *podView) list() ([]*PodStatus, uint64, error) {
+	v.checkStateDirs()
 	if err := v.scan(); err != nil {
 		return nil, 0, err
 	}

@@ -334,3 +334,45 @@ func TestViewAppSpec(t *testing.T) {
 		t.Fatalf("AppSpec of a missing app: %v; want ErrAppNotFound", err)
 	}
 }
+
+// TestViewDataDirReplaced: when the pods' directories are replaced under a
+// running service (the data dir restored, moved aside, its filesystem
+// remounted), the view serves what is on disk now: not the pods it knew
+// under the old directories, and the pods other processes make in the new
+// ones.
+func TestViewDataDirReplaced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rkt")
+	svc, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	ctx := context.Background()
+	old, err := svc.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := svc.List(ctx); err != nil || len(l) != 1 {
+		t.Fatalf("List = %v, %v; want the one pod", l, err)
+	}
+
+	// the data dir is replaced by an empty one; the CLI prepares a pod in it
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid, err := cli.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox", Name: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitView(t, "the replaced data dir", func() bool {
+		l, err := svc.List(ctx)
+		return err == nil && len(l) == 1 && l[0].UUID == uuid
+	})
+	if _, err := svc.Status(ctx, old); !errors.Is(err, ErrPodNotFound) {
+		t.Fatalf("Status of a pod of the old data dir: %v; want not found", err)
+	}
+}

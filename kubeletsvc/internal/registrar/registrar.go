@@ -79,6 +79,17 @@ func (r *Registrar) ReleaseName(name string) {
 	}
 }
 
+// ReleaseNameOf frees name if id holds it (not an id that reserved it
+// since).
+func (r *Registrar) ReleaseNameOf(name, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.names[name] == id {
+		delete(r.names, name)
+		delete(r.ids, id)
+	}
+}
+
 // Owner returns the id holding name.
 func (r *Registrar) Owner(name string) (string, bool) {
 	r.mu.Lock()
