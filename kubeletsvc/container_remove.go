@@ -28,13 +28,7 @@ func (c *criService) RemoveContainer(ctx context.Context, r *runtimeapi.RemoveCo
 	if err := c.rt.RemoveApp(ctx, ct.sb.ID(), ct.app.App.Name); err != nil && !isNotFound(err) {
 		return nil, fmt.Errorf("cannot remove container %s: %w", ct.id, err)
 	}
-	c.containerNames.Release(ct.id)
-	c.forgetContainer(ct.id)
+	c.forgetIDs(ct.id)
 	c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	return &runtimeapi.RemoveContainerResponse{}, nil
-}
-
-// forgetContainer drops what the service keeps in memory about a container.
-func (c *criService) forgetContainer(id string) {
-	c.stats.forget(id)
 }

@@ -54,7 +54,7 @@ func (c *criService) containerGone(ctx context.Context, id string) bool {
 func (c *criService) forgetIDs(id string) {
 	if _, ok := podOfContainerID(id); ok {
 		c.containerNames.Release(id)
-		c.forgetContainer(id)
+		c.stats.forget(id)
 		return
 	}
 	ofPod := func(cid string) bool { pod, ok := podOfContainerID(cid); return ok && pod == id }

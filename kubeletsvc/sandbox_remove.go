@@ -29,12 +29,9 @@ func (c *criService) RemovePodSandbox(ctx context.Context, r *runtimeapi.RemoveP
 	}
 	// by ID, not by ctrs: an app whose config does not decode, or one a
 	// CreateContainer added meanwhile, holds a name and samples too
-	ofPod := func(id string) bool { pod, ok := podOfContainerID(id); return ok && pod == s.ID() }
-	c.containerNames.ReleaseIDs(ofPod)
-	c.stats.forgetMatching(func(key string) bool { return key == s.ID() || ofPod(key) })
+	c.forgetIDs(s.ID())
 	for _, ct := range ctrs {
 		c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}
-	c.sandboxNames.Release(s.ID())
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
