@@ -97,7 +97,7 @@ func (f *appFlags) appOptions(image string, podEnv []string, volumes map[string]
 	if f.exec != "" {
 		o.Exec = []string{f.exec}
 	}
-	for _, kv := range f.env {
+	for _, kv := range o.Env { // the pod's and the app's
 		if !strings.Contains(kv, "=") {
 			return o, fmt.Errorf("invalid --set-env %q: want KEY=VALUE", kv)
 		}

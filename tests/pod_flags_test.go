@@ -132,6 +132,17 @@ func TestPodInteractive(t *testing.T) {
 	if r.Code != 7 || !strings.Contains(r.Stdout, "prepared-42") {
 		t.Errorf("interactive run-prepared: %s", r)
 	}
+	// a pod prepared without a terminal is refused before it starts
+	r = pe.RunOK(append(append([]string{"prepare"}, pe.netArgs()...), pe.image, "--exec=/bin/true")...)
+	plain := strings.TrimSpace(r.Stdout)
+	pe.TrackPod(plain)
+	r = pe.Run(append(append([]string{"run-prepared"}, pe.netArgs()...), "--interactive", plain)...)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "not prepared with --interactive") {
+		t.Errorf("interactive run-prepared of a pod without a terminal: %s", r)
+	}
+	if r := pe.RunOK("status", plain); !strings.Contains(r.Stdout, "state=prepared") {
+		t.Errorf("the refused pod is no longer prepared: %s", r)
+	}
 }
 
 // TestPodGCGracePeriod: exited pods are kept for the grace period.
