@@ -108,7 +108,7 @@ func preRun(cmd *cobra.Command, args []string) error {
 	if err := requireRoot(cmd, args); err != nil {
 		return err
 	}
-	if cmd.Flags().Changed("dir") {
+	if cmd.Flags().Changed("dir") || !usesDataDir(cmd) {
 		return nil
 	}
 	d, err := rkt1conf.DataDir(globals.SystemConfig, globals.LocalConfig)
@@ -119,6 +119,14 @@ func preRun(cmd *cobra.Command, args []string) error {
 		globals.Dir = d
 	}
 	return nil
+}
+
+// usesDataDir reports whether cmd reads or writes the data directory:
+// version, help and completion do not, and a broken paths.d must not fail
+// them.
+func usesDataDir(cmd *cobra.Command) bool {
+	p := cmd.CommandPath()
+	return !(p == "rkt version" || cmd.Name() == "help" || strings.HasPrefix(p, "rkt completion"))
 }
 
 func defaultUserConfig() string {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +44,30 @@ func TestCommandTree(t *testing.T) {
 	}
 	if n := len(rootCmdFor([]string{"image"}).Commands()[0].Commands()); n != len(imageSubcommands) {
 		t.Errorf("rkt image has %d subcommands, want %d", n, len(imageSubcommands))
+	}
+}
+
+// A broken paths.d (a relative data dir) fails the commands that use the
+// data directory, with what is wrong, and not version.
+func TestBrokenPathsD(t *testing.T) {
+	local := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(local, "paths.d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "paths.d", "paths.json"), []byte(`{"rktKind":"paths","rktVersion":"v1","data":"relative/dir"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) error {
+		root := rootCmdFor(args)
+		root.SetArgs(append([]string{"--local-config=" + local, "--system-config=" + t.TempDir()}, args...))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		return root.Execute()
+	}
+	if err := run("version"); err != nil {
+		t.Errorf("rkt version with a broken paths.d: %v", err)
+	}
+	if err := run("list"); err == nil || !strings.Contains(err.Error(), "paths.d") {
+		t.Errorf("rkt list with a broken paths.d: %v, want an error naming paths.d", err)
 	}
 }
