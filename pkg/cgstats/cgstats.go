@@ -36,7 +36,8 @@ type Stats struct {
 	MemorySwap, MemoryKernel                   uint64
 	MemoryWorkingSet                           uint64
 	MemoryPgFault, MemoryPgMajFault            uint64
-	MemoryLimit, MemorySwapLimit               uint64
+	MemoryLimit                                uint64
+	MemorySwapLimit                            uint64 // memory+swap, as v1's memsw (and CRI's); 0: none
 	MemoryReservation                          uint64 // v1 soft limit, v2 memory.low
 	MemoryHighEvents                           uint64 // v2 memory.events "high"
 	OOMKills                                   uint64
@@ -444,7 +445,13 @@ func (r *reader) readV2() {
 	s.MemoryUsage = r.uint("", "memory.current")
 	s.MemoryMaxUsage = r.uint("", "memory.peak")
 	s.MemoryLimit = r.uint("", "memory.max")
-	s.MemorySwapLimit = r.uint("", "memory.swap.max")
+	// memory.swap.max is swap alone ("0": none allowed, as the kubelet's
+	// NoSwap writes it); with memory.max it is the memory+swap limit of v1
+	if sw, err := r.readCgroupFile("", "memory.swap.max"); err == nil && s.MemoryLimit > 0 {
+		if n, err := strconv.ParseUint(string(bytes.TrimSpace(sw)), 10, 64); err == nil {
+			s.MemorySwapLimit = s.MemoryLimit + n
+		}
+	}
 	s.MemorySwap = r.uint("", "memory.swap.current")
 	ms, _ := r.kv("", "memory.stat", "file", "anon", "file_mapped", "kernel", "pgfault", "pgmajfault", "inactive_file")
 	s.MemoryCache, s.MemoryRSS, s.MemoryMappedFile = ms[0], ms[1], ms[2]

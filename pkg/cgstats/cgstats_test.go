@@ -187,12 +187,21 @@ func TestReadV2(t *testing.T) {
 		MemoryUsage: 1000, MemoryMaxUsage: 1500, MemoryFailcnt: 5,
 		MemoryCache: 300, MemoryRSS: 600, MemoryMappedFile: 50, MemorySwap: 12, MemoryKernel: 40,
 		MemoryWorkingSet: 800, MemoryPgFault: 9, MemoryPgMajFault: 1,
-		MemoryLimit: 0, MemorySwapLimit: 4096, MemoryReservation: 64, MemoryHighEvents: 3, OOMKills: 2,
+		MemoryLimit: 0, MemorySwapLimit: 0, MemoryReservation: 64, MemoryHighEvents: 3, OOMKills: 2,
 		Processes: 2, Threads: 3, ThreadsMax: 100, Pids: []int{7, 8},
 		CPUPressure: &PSI{Some: PSIData{Avg10: 1.5, Avg60: 0.25, Total: 1234}, Full: PSIData{Total: 56}},
 	}
 	s.Missing = nil // no io.pressure, memory.pressure
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Read = %+v\nwant %+v", s, want)
+	}
+	// memory+swap, as v1's memsw: with a memory limit, and none allowed
+	// (the kubelet's NoSwap) or some
+	for swap, want := range map[string]uint64{"0": 1 << 20, "4096": 1<<20 + 4096, "max": 0} {
+		write(t, root, cg+"/memory.max", "1048576\n")
+		write(t, root, cg+"/memory.swap.max", swap+"\n")
+		if s, err := Read(cg); err != nil || s.MemorySwapLimit != want {
+			t.Errorf("memory.max 1048576, memory.swap.max %s: swap limit %d (%v), want %d", swap, s.MemorySwapLimit, err, want)
+		}
 	}
 }
