@@ -109,10 +109,17 @@ static void lean_flush(struct lean_stream *s) {
 	}
 }
 
-// lean_pump reads what the stream has; 0: nothing more for now, -1: ended.
+// LEAN_PUMP_READS bounds what lean_pump reads at a time: an app that
+// writes faster than its log is written must not keep the loop from the
+// signals, the control socket and the other apps' output and exits (the
+// epoll is level-triggered: the stream comes back on its next turn).
+#define LEAN_PUMP_READS 4
+
+// lean_pump reads what the stream has, up to LEAN_PUMP_READS reads; 0:
+// nothing more for now (or its turn is over), -1: ended.
 static int lean_pump(struct lean_stream *s) {
 	static char rbuf[16384];
-	for (;;) {
+	for (int i = 0; i < LEAN_PUMP_READS; i++) {
 		ssize_t n = read(s->fd, rbuf, sizeof rbuf);
 		if (n > 0) {
 			lean_split(s, rbuf, (size_t)n);
@@ -124,6 +131,7 @@ static int lean_pump(struct lean_stream *s) {
 			return 0;
 		return -1; // EOF, or EIO from a pty whose other side closed
 	}
+	return 0;
 }
 
 static struct lean_stream *lean_stream_new(int fd, int log, const char *name) {
@@ -191,6 +199,9 @@ static void rkt_lean(int argc, char **argv) {
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	// A log past RLIMIT_FSIZE fails with EFBIG, as in the Go supervisor
+	// (whose runtime ignores SIGXFSZ), instead of killing the supervisor.
+	signal(SIGXFSZ, SIG_IGN);
 	int stop = 0; // the signal that asks the pod to stop
 	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -282,6 +293,7 @@ resume:
 		fputs("stage1 lean: no --pod-dir or --state-fd\n", stderr);
 		_exit(1);
 	}
+	signal(SIGXFSZ, SIG_DFL); // as the Go image left it
 	execv("/proc/self/exe", args);
 	perror("stage1 lean: cannot exec the supervisor");
 	_exit(1);

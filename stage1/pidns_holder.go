@@ -129,6 +129,13 @@ __attribute__((constructor)) static void rkt_pidns(int argc, char **argv) {
 		rkt_pidns_last_pid(argv[2]);
 	if (argc < 2 || strcmp(argv[1], "pidns") != 0)
 		return;
+	// Only SIGKILL ends the holder, PID 1 or (in a user namespace) its
+	// parent: the namespace dies with it, so a stop signal sent to the
+	// supervisor's process group must not end it before the supervisor
+	// stops the apps.
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
 	const char *userns = getenv("_RKT_PIDNS_USERNS");
 	if (userns != NULL && *userns != '\0')
 		rkt_pidns_in_userns(userns);
