@@ -15,8 +15,10 @@ SOCKET_GROUP    ?= rkt
 CNI_CONF_DIR    ?= /etc/rkt/net.d
 CNI_PLUGIN_DIRS ?= /usr/lib/cni:/opt/cni/bin
 SYSTEMD_UNITDIR ?= $(LIBDIR)/systemd/system
-TMPFILES_DIR    ?= $(LIBDIR)/tmpfiles.d
-SYSUSERS_DIR    ?= $(LIBDIR)/sysusers.d
+# PREFIX/lib, not LIBDIR: systemd reads these (and units) from /usr/lib and
+# /usr/local/lib only, never from a multiarch or lib64 LIBDIR
+TMPFILES_DIR    ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERS_DIR    ?= $(PREFIX)/lib/sysusers.d
 BASHCOMP_DIR    ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMP_DIR     ?= $(PREFIX)/share/zsh/vendor-completions
 MANDIR          ?= $(PREFIX)/share/man
@@ -52,6 +54,13 @@ GOBUILD := CGO_ENABLED=1 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDF
 # runs libcontainer's nsenter and seccomp, keeps cgo).
 RKT_GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)'
 
+# The paths the generated files name (units, tmpfiles.d, sysusers.d, the
+# defaults in the man pages), rewritten only when one changed: ./configure
+# run again, or PREFIX=... on the command line. Files made for other paths
+# are then made again.
+PATHS_VALUES = $(LDFLAGS) BINDIR=$(BINDIR)
+PATHS_STAMP = $(BUILDDIR)/paths.stamp
+
 # Test tooling (crictl, critest, checkpointctl) is built from the Go module proxy.
 CRI_TOOLS_VERSION ?= v1.37.0
 CHECKPOINTCTL_VERSION ?= v1.6.0
@@ -82,7 +91,7 @@ stage1:
 .PHONY: man
 man: $(BUILDDIR)/man/rkt.1
 
-$(BUILDDIR)/man/rkt.1: $(wildcard rkt/*.go) go.mod Makefile $(wildcard config.mk)
+$(BUILDDIR)/man/rkt.1: $(wildcard rkt/*.go) go.mod Makefile $(PATHS_STAMP)
 	rm -rf $(BUILDDIR)/man
 	CGO_ENABLED=1 $(GO) run -trimpath -tags '$(GOTAGS) genman' -ldflags '$(LDFLAGS)' ./rkt gen-man $(BUILDDIR)/man
 
@@ -208,7 +217,13 @@ fuzz:
 DIST_IN := $(wildcard dist/systemd/*.in dist/tmpfiles.d/*.in dist/sysusers.d/*.in)
 DIST_OUT := $(patsubst dist/%.in,$(BUILDDIR)/dist/%,$(DIST_IN))
 
-$(BUILDDIR)/dist/%: dist/%.in config.mk.in Makefile
+$(PATHS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(PATHS_VALUES)' | cmp -s - $@ || printf '%s\n' '$(PATHS_VALUES)' > $@
+.PHONY: FORCE
+FORCE:
+
+$(BUILDDIR)/dist/%: dist/%.in $(PATHS_STAMP) Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SOCKET_PATH@|$(SOCKET_PATH)|g' \
 		-e 's|@SOCKET_GROUP@|$(SOCKET_GROUP)|g' -e 's|@DATADIR_RKT@|$(DATADIR_RKT)|g' \
@@ -239,7 +254,9 @@ uninstall:
 		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt \
 		$(DESTDIR)$(ZSHCOMP_DIR)/_rkt $(DESTDIR)$(MANDIR)/man1/rkt.1 $(DESTDIR)$(MANDIR)/man1/rkt-*.1
 
-# A Debian package of rkt: `make install` with Debian's paths into
+# A Debian package of rkt: `make install` with Debian's paths (also in a
+# tree configured with another --libdir: the maintainer scripts run
+# /usr/lib/rkt/rkt1-upgrade and read /usr/lib/{sysusers,tmpfiles}.d) into
 # $(DEB_DIR)/root (built in its own build dir: build/bin keeps its paths),
 # man pages compressed, docs, control file and the maintainer scripts in
 # dist/deb (those present of preinst, postinst, prerm, postrm).
@@ -254,7 +271,7 @@ deb:
 	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed (not a Debian system?)"; exit 1; }
 	rm -rf $(DEB_DIR)/root
 	umask 022 && $(MAKE) install BUILDDIR=$(abspath $(DEB_DIR)/build) DESTDIR=$(abspath $(DEB_DIR)/root) \
-		PREFIX=/usr LOCAL_CONFIG=/etc/rkt SYSTEMD_UNITDIR=$(DEB_UNITDIR)
+		PREFIX=/usr LIBDIR=/usr/lib LOCAL_CONFIG=/etc/rkt SYSTEMD_UNITDIR=$(DEB_UNITDIR)
 	gzip -9n $(DEB_DIR)/root/usr/share/man/man1/*.1
 	install -d -m 0755 $(DEB_DIR)/root/usr/share/doc/rkt/Documentation $(DEB_DIR)/root/DEBIAN
 	install -m 0644 README.md dist/deb/copyright $(DEB_DIR)/root/usr/share/doc/rkt/
