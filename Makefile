@@ -241,18 +241,22 @@ install: all dist
 	install -D -m 0644 dist/systemd/rkt-gc.timer $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer
 	install -D -m 0644 $(BUILDDIR)/dist/tmpfiles.d/rkt.conf $(DESTDIR)$(TMPFILES_DIR)/rkt.conf
 	install -D -m 0644 $(BUILDDIR)/dist/sysusers.d/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf
-	install -d $(DESTDIR)$(BASHCOMP_DIR) $(DESTDIR)$(ZSHCOMP_DIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LOCAL_CONFIG)/net.d
-	$(BIN)/rkt completion bash > $(DESTDIR)$(BASHCOMP_DIR)/rkt
-	$(BIN)/rkt completion zsh > $(DESTDIR)$(ZSHCOMP_DIR)/_rkt
+	install -d $(DESTDIR)$(MANDIR)/man1
+	@mkdir -p $(BUILDDIR)/completion
+	$(BIN)/rkt completion bash > $(BUILDDIR)/completion/rkt
+	$(BIN)/rkt completion zsh > $(BUILDDIR)/completion/_rkt
+	install -D -m 0644 $(BUILDDIR)/completion/rkt $(DESTDIR)$(BASHCOMP_DIR)/rkt
+	install -D -m 0644 $(BUILDDIR)/completion/_rkt $(DESTDIR)$(ZSHCOMP_DIR)/_rkt
 	install -m 0644 $(BUILDDIR)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 
-uninstall:
+# The man pages removed are those this tree makes (not every rkt-*.1).
+uninstall: man
 	rm -f $(DESTDIR)$(BINDIR)/rkt $(DESTDIR)$(STAGE1_PATH) $(DESTDIR)$(STAGE1_DIR)/rkt1-upgrade \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.service \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-kubelet-service.socket \
 		$(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.service $(DESTDIR)$(SYSTEMD_UNITDIR)/rkt-gc.timer \
 		$(DESTDIR)$(TMPFILES_DIR)/rkt.conf $(DESTDIR)$(SYSUSERS_DIR)/rkt.conf $(DESTDIR)$(BASHCOMP_DIR)/rkt \
-		$(DESTDIR)$(ZSHCOMP_DIR)/_rkt $(DESTDIR)$(MANDIR)/man1/rkt.1 $(DESTDIR)$(MANDIR)/man1/rkt-*.1
+		$(DESTDIR)$(ZSHCOMP_DIR)/_rkt $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard $(BUILDDIR)/man/*.1)))
 
 # A Debian package of rkt: `make install` with Debian's paths (also in a
 # tree configured with another --libdir: the maintainer scripts run
