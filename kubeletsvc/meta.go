@@ -98,10 +98,16 @@ func sandboxAnnotations(cfg *runtimeapi.PodSandboxConfig, handler string) (map[s
 	}, nil
 }
 
+// OwnsPod reports, from a pod's annotations, whether it is a CRI sandbox:
+// the kubelet removes it when it is done with it (stage0.GCOptions.Owned).
+func OwnsPod(annotations map[string]string) bool {
+	return annotations[annoKind] == kindSandbox
+}
+
 // sandboxConfigOf decodes the CRI config of a pod; nil when it is not a
 // CRI sandbox.
 func sandboxConfigOf(annos map[string]string) (*runtimeapi.PodSandboxConfig, error) {
-	if annos[annoKind] != kindSandbox {
+	if !OwnsPod(annos) {
 		return nil, nil
 	}
 	raw := annos[annoConfig]

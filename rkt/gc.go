@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rkt/rkt/kubeletsvc"
 	"github.com/rkt/rkt/stage0"
 )
 
@@ -19,7 +20,9 @@ func init() {
 			Short: "Garbage-collect exited pods and release their resources",
 			Long: `Release the resources of exited pods (network, mounts, cgroups) and move them
 to exited-garbage; delete exited-garbage pods older than --grace-period,
-prepared pods older than --expire-prepared and aborted prepares.`,
+prepared pods older than --expire-prepared and aborted prepares. The
+kubelet-service's sandboxes are left to the kubelet, which removes them
+when it is done with them (rkt rm removes one by hand).`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				rt, err := newRuntimeNoStore(rf)
@@ -28,6 +31,7 @@ prepared pods older than --expire-prepared and aborted prepares.`,
 				}
 				ctx, cancel := signalContext()
 				defer cancel()
+				o.Owned = kubeletsvc.OwnsPod // the kubelet removes its sandboxes
 				res, err := rt.GC(ctx, o)
 				if err != nil {
 					return fmt.Errorf("cannot collect pods: %w", err)

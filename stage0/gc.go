@@ -34,7 +34,8 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 		if p.state == dirRun {
 			r.removeStaleCheckpoints(p)
 		}
-		if opts.DebrisOnly && p.state == dirRun {
+		debrisOnly := opts.DebrisOnly || r.owned(p, opts.Owned)
+		if debrisOnly && p.state == dirRun {
 			released, err := r.releaseCutOff(ctx, p)
 			if err != nil {
 				res.Errors[p.uuid] = err
@@ -45,7 +46,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 			}
 			continue
 		}
-		collected, removed, err := r.gcPod(ctx, p, opts, now)
+		collected, removed, err := r.gcPod(ctx, p, opts, debrisOnly, now)
 		if err != nil {
 			res.Errors[p.uuid] = err
 			r.log.Debug("gc: cannot collect a pod", "pod", p.uuid, "error", err) // returned in res.Errors
@@ -90,8 +91,18 @@ func (r *Runtime) podExists(uuid string) bool {
 }
 
 // gcPod moves one pod forward in its lifecycle if it is due.
-func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, now time.Time) (collected, removed bool, err error) {
-	if opts.DebrisOnly && p.state != dirPrepare && p.state != dirGarbage {
+// owned reports whether p is one of those owned says a long-lived owner
+// removes (GCOptions.Owned); a pod whose manifest cannot be read is not.
+func (r *Runtime) owned(p *pod, owned func(map[string]string) bool) bool {
+	if owned == nil || (p.state != dirRun && p.state != dirExitedGarbage && p.state != dirPrepared) {
+		return false
+	}
+	pm, err := p.readManifest()
+	return err == nil && owned(pm.Annotations)
+}
+
+func (r *Runtime) gcPod(ctx context.Context, p *pod, opts GCOptions, debrisOnly bool, now time.Time) (collected, removed bool, err error) {
+	if debrisOnly && p.state != dirPrepare && p.state != dirGarbage {
 		return false, false, nil // not debris: its owner collects it
 	}
 	l, err := lock.TryExclusive(p.dir, lock.Dir)

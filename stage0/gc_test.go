@@ -130,3 +130,54 @@ func TestGCDebrisOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestGCLeavesOwnedPods: pods Owned says a long-lived owner removes (the
+// kubelet's sandboxes) are left to it by a full GC, in every state the
+// CLI's pods are collected from; the others are collected.
+func TestGCLeavesOwnedPods(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	prepare := func(annos map[string]string) string {
+		t.Helper()
+		uuid, err := rt.Prepare(ctx, PrepareOptions{PodOptions: PodOptions{Annotations: annos}, Apps: []AppOptions{{Image: "busybox"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uuid
+	}
+	owned := map[string]string{"owner": "svc"}
+	old := time.Now().Add(-48 * time.Hour)
+	age := func(state, uuid string) string {
+		t.Helper()
+		d := filepath.Join(rt.stateDir(state), uuid)
+		if state != dirPrepared {
+			if err := os.Rename(filepath.Join(rt.stateDir(dirPrepared), uuid), d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	kept := []string{age(dirPrepared, prepare(owned)), age(dirExitedGarbage, prepare(owned))}
+	gone := []string{age(dirPrepared, prepare(nil))} // (an exited one would need stage1 gc)
+	res, err := rt.GC(ctx, GCOptions{GracePeriod: time.Minute, ExpirePrepared: time.Hour,
+		Owned: func(a map[string]string) bool { return a["owner"] == "svc" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, err := range res.Errors {
+		t.Errorf("pod %s: %v", u, err)
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("owned pod %s collected: %v", d, err)
+		}
+	}
+	for _, d := range gone {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("pod %s not collected", d)
+		}
+	}
+}

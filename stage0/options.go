@@ -171,6 +171,11 @@ type GCOptions struct {
 	// GracePeriod and ExpirePrepared are ignored. For long-lived services
 	// (rkt kubelet-service).
 	DebrisOnly bool
+	// Owned reports, from a pod's annotations, whether a long-lived owner
+	// removes it when done with it (the kubelet-service's sandboxes: the
+	// kubelet keeps a stopped one for its containers' statuses and logs
+	// until it removes it). Those pods are collected as with DebrisOnly.
+	Owned func(annotations map[string]string) bool
 }
 
 // GCResult reports what GC did.

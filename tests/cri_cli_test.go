@@ -45,6 +45,17 @@ func TestCRIPodsInCLI(t *testing.T) {
 	if r := env.RunOK("enter", "--tty=false", "--app="+app, pod, "hostname"); strings.TrimSpace(r.Stdout) != "cli-visible" {
 		t.Errorf("rkt enter printed %q, want the pod's hostname", r.Stdout)
 	}
+
+	// rkt gc (rkt-gc.timer) leaves a stopped sandbox to the kubelet, which
+	// keeps it for its containers' statuses and logs until it removes it
+	_, err = c.StopPodSandbox(rpcCtx(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod})
+	must(t, "StopPodSandbox", err)
+	env.RunOK("gc", "--grace-period=0s")
+	if _, err := c.ContainerStatus(rpcCtx(t), &runtimeapi.ContainerStatusRequest{ContainerId: ctr}); err != nil {
+		t.Errorf("the container of a stopped sandbox after rkt gc: %v", err)
+	}
+	_, err = c.RemovePodSandbox(rpcCtx(t), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod})
+	must(t, "RemovePodSandbox", err)
 }
 
 // hasRow reports whether a table has a row whose first columns are cols.
