@@ -13,7 +13,7 @@ import (
 // translateLinux translates the Linux part of a container config:
 // resources and the security context. It returns the container ID whose
 // PID namespace to join (NamespaceMode_TARGET), for the caller to resolve.
-func translateLinux(l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions) (string, error) {
+func translateLinux(sb *runtimeapi.PodSandboxConfig, l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions) (string, error) {
 	if res := l.GetResources(); res != nil {
 		if err := checkResources("linux.resources", res); err != nil {
 			return "", err
@@ -55,6 +55,10 @@ func translateLinux(l *runtimeapi.LinuxContainerConfig, opts *stage0.AppOptions)
 	}
 	opts.StrictGroups = sc.GetSupplementalGroupsPolicy() == runtimeapi.SupplementalGroupsPolicy_Strict
 	opts.Privileged = sc.GetPrivileged()
+	if opts.Privileged && !sb.GetLinux().GetSecurityContext().GetPrivileged() {
+		// as containerd and CRI-O refuse it
+		return "", invalidf("linux.security_context.privileged: no privileged container allowed in a sandbox that is not privileged")
+	}
 	opts.ReadonlyRootfs = sc.GetReadonlyRootfs()
 	opts.NoNewPrivileges = sc.GetNoNewPrivs()
 	for i, p := range sc.GetMaskedPaths() {

@@ -107,7 +107,7 @@ func translateContainerOpts(sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.Con
 		}
 		o.Devices = append(o.Devices, dev)
 	}
-	plan.pidTarget, err = translateLinux(cfg.GetLinux(), o)
+	plan.pidTarget, err = translateLinux(sb, cfg.GetLinux(), o)
 	return err
 }
 

@@ -221,3 +221,21 @@ func TestLiveResources(t *testing.T) {
 		t.Fatalf("liveResources = %v, want %v", res, want)
 	}
 }
+
+// TestPrivilegedNeedsPrivilegedSandbox: a privileged container in a
+// sandbox that is not privileged is refused, as containerd ("no privileged
+// container allowed in sandbox") and CRI-O refuse it.
+func TestPrivilegedNeedsPrivilegedSandbox(t *testing.T) {
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{Privileged: true}},
+	}
+	_, err := translateContainer(&runtimeapi.PodSandboxConfig{}, cfg)
+	if status.Code(toStatus(err)) != codes.InvalidArgument {
+		t.Errorf("privileged container in an unprivileged sandbox: %v, want InvalidArgument", err)
+	}
+	sb := &runtimeapi.PodSandboxConfig{Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}}}
+	if plan, err := translateContainer(sb, cfg); err != nil || !plan.opts.Privileged {
+		t.Errorf("privileged container in a privileged sandbox: %v, privileged %v", err, plan.opts.Privileged)
+	}
+}

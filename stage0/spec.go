@@ -3,6 +3,7 @@ package stage0
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -51,7 +52,7 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	}
 	// HOSTNAME first, so that the image or the caller can override it, as
 	// containerd and CRI-O do.
-	env := envlist.Merge(envlist.Merge([]string{"HOSTNAME=" + podHostname(in.pod)}, cfg.Config.Env), o.Env)
+	env := envlist.Merge(envlist.Merge([]string{"HOSTNAME=" + podHostname(in.pod)}, validEnv(cfg.Config.Env)), o.Env)
 	if !envlist.Has(env, "PATH") {
 		env = append(env, "PATH="+defaultPath)
 	}
@@ -130,6 +131,20 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 		return nil, fmt.Errorf("app %q: %w", in.app.Name, err)
 	}
 	return s, nil
+}
+
+// validEnv drops the entries of an image's Env that are no KEY=VALUE (no
+// '=', or an empty key): libcontainer refuses such an environment, so the
+// app would never start. containerd takes "KEY" as unsetting KEY and CRI-O
+// skips it; here it is skipped.
+func validEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if i := strings.IndexByte(kv, '='); i > 0 {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // processArgs combines the image's entrypoint and cmd with the overrides,

@@ -109,10 +109,15 @@ func expandCaps(caps, known []string) ([]string, error) {
 // capabilities computes the app's capability sets.
 func capabilities(o AppOptions) (*specs.LinuxCapabilities, error) {
 	known := knownCaps()
+	if o.Privileged {
+		// Every capability, whatever the add and drop lists say, as
+		// containerd (WithPrivileged after WithCapabilities) and CRI-O
+		// (SetupPrivileged instead of the capability setup) give it.
+		all := append([]string{}, known...)
+		return &specs.LinuxCapabilities{Bounding: all, Effective: all, Permitted: all}, nil
+	}
 	var set []string
 	switch {
-	case o.Privileged:
-		set = append(set, known...)
 	case o.CapsRetain != nil:
 		retain, err := expandCaps(o.CapsRetain, known)
 		if err != nil {
@@ -122,13 +127,11 @@ func capabilities(o AppOptions) (*specs.LinuxCapabilities, error) {
 	default:
 		set = append(set, defaultCaps...)
 	}
-	if !o.Privileged {
-		add, err := expandCaps(o.CapsAdd, known)
-		if err != nil {
-			return nil, err
-		}
-		set = append(set, add...)
+	add, err := expandCaps(o.CapsAdd, known)
+	if err != nil {
+		return nil, err
 	}
+	set = append(set, add...)
 	drop := map[string]bool{}
 	for _, c := range o.CapsDrop {
 		n, err := normalizeCap(c)

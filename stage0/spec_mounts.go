@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -63,11 +64,18 @@ func addMounts(s *specs.Spec, in specInput) error {
 	if in.pod.HostIPC {
 		mounts[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
 	}
+	// the pod's /etc files and the app's mounts, sorted below
+	var appMounts []specs.Mount
 	etcOpts := []string{"rbind", "rprivate"}
+	if o.ReadonlyRootfs {
+		// as containerd mounts them: shared by the pod's apps, they are
+		// no more writable than the app's root
+		etcOpts = append(etcOpts, "ro")
+	}
 	for _, f := range []struct{ name, dst string }{
 		{podHostsFile, "/etc/hosts"}, {podHostnameFile, "/etc/hostname"}, {podResolvFile, "/etc/resolv.conf"},
 	} {
-		mounts = append(mounts, specs.Mount{Destination: f.dst, Type: "bind", Source: filepath.Join(in.podDir, f.name), Options: etcOpts})
+		appMounts = append(appMounts, specs.Mount{Destination: f.dst, Type: "bind", Source: filepath.Join(in.podDir, f.name), Options: etcOpts})
 	}
 	propagation := ""
 	for i, m := range o.Mounts {
@@ -90,8 +98,16 @@ func addMounts(s *specs.Spec, in specInput) error {
 				propagation = "rslave"
 			}
 		}
-		mounts = append(mounts, sm)
+		appMounts = append(appMounts, sm)
 	}
+	// Parents before what is mounted below them, whatever the request's
+	// order, as containerd and CRI-O sort the CRI mounts with their
+	// /etc files (stable: the last of one destination still wins, and a
+	// volume on /etc does not hide the pod's /etc/hosts).
+	sort.SliceStable(appMounts, func(i, j int) bool {
+		return pathDepth(appMounts[i].Destination) < pathDepth(appMounts[j].Destination)
+	})
+	mounts = append(mounts, appMounts...)
 	if propagation != "" {
 		s.Linux.RootfsPropagation = propagation
 	}
@@ -108,6 +124,15 @@ func addMounts(s *specs.Spec, in specInput) error {
 	}
 	s.Mounts = out
 	return nil
+}
+
+// pathDepth is the number of components of an absolute path.
+func pathDepth(p string) int {
+	p = filepath.Clean(p)
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
 }
 
 // appMount converts one Mount of AppOptions.

@@ -451,3 +451,117 @@ func TestLocalhostSeccompHostile(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupOverrideMergesImageGroups: with run_as_group (AppOptions.Group)
+// and the Merge policy, the groups the image's /etc/group gives the user are
+// kept, as containerd (WithAdditionalGIDs of the user alone) and CRI-O
+// (GetUserInfo of the user alone) keep them.
+func TestGroupOverrideMergesImageGroups(t *testing.T) {
+	img := v1.Config{Cmd: []string{"/x"}}
+	cases := []struct {
+		name   string
+		opts   AppOptions
+		gid    uint32
+		groups []uint32
+	}{
+		{"uid and gid", AppOptions{User: "1000", Group: "3000", SupplementaryGroups: []uint32{4000}}, 3000, []uint32{3000, 50, 44, 4000}},
+		{"name and group", AppOptions{User: "alice", Group: "staff"}, 50, []uint32{50, 44}},
+		{"strict", AppOptions{User: "1000", Group: "3000", SupplementaryGroups: []uint32{4000}, StrictGroups: true}, 3000, []uint32{3000, 4000}},
+	}
+	for _, c := range cases {
+		s, err := buildSpec(testInput(t, c.opts, img))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		u := s.Process.User
+		if u.UID != 1000 || u.GID != c.gid || !reflect.DeepEqual(u.AdditionalGids, c.groups) {
+			t.Errorf("%s: user %+v; want 1000:%d groups %v", c.name, u, c.gid, c.groups)
+		}
+	}
+}
+
+// TestPrivilegedIgnoresCapDrop: a privileged container has every
+// capability whatever its drop list says, as containerd (WithPrivileged
+// after WithCapabilities) and CRI-O (SetupPrivileged instead of the
+// capability setup) give it.
+func TestPrivilegedIgnoresCapDrop(t *testing.T) {
+	for _, drop := range [][]string{{"ALL"}, {"CAP_SYS_ADMIN"}} {
+		got, err := capabilities(AppOptions{Privileged: true, CapsDrop: drop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Bounding, knownCaps()) {
+			t.Errorf("privileged, drop %v: caps %v; want all %d", drop, got.Bounding, len(knownCaps()))
+		}
+	}
+}
+
+// TestImageEnvInvalidEntries: an image Env entry without '=' (or with an
+// empty name) is not passed on: libcontainer refuses such an environment
+// and the container would never start; containerd treats "KEY" as unset
+// and CRI-O skips it.
+func TestImageEnvInvalidEntries(t *testing.T) {
+	img := v1.Config{Cmd: []string{"/x"}, Env: []string{"PATH=/bin", "JUNK", "=nokey", "HOSTNAME", "A=1"}}
+	s, err := buildSpec(testInput(t, AppOptions{}, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range s.Process.Env {
+		if i := strings.IndexByte(kv, '='); i <= 0 {
+			t.Errorf("env %q has entry %q that libcontainer refuses", s.Process.Env, kv)
+		}
+	}
+	if !slices.Contains(s.Process.Env, "A=1") || !slices.Contains(s.Process.Env, "PATH=/bin") {
+		t.Errorf("env %q lost valid entries", s.Process.Env)
+	}
+}
+
+// TestReadonlyRootfsEtcFiles: with a read-only rootfs the pod's /etc/hosts,
+// /etc/hostname and /etc/resolv.conf are mounted read-only too, as
+// containerd mounts them (Readonly: readonly_rootfs): they are shared by
+// every app of the pod, and an app that asked for a read-only root could
+// otherwise rewrite its siblings' resolver.
+func TestReadonlyRootfsEtcFiles(t *testing.T) {
+	for _, ro := range []bool{false, true} {
+		s, err := buildSpec(testInput(t, AppOptions{ReadonlyRootfs: ro}, v1.Config{Cmd: []string{"/x"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range s.Mounts {
+			switch m.Destination {
+			case "/etc/hosts", "/etc/hostname", "/etc/resolv.conf":
+				if contains(m.Options, "ro") != ro {
+					t.Errorf("readonly rootfs %v: %s options %v", ro, m.Destination, m.Options)
+				}
+			}
+		}
+	}
+}
+
+// TestMountsParentFirst: an app's mounts are made parent first, whatever
+// their order in the request (containerd and CRI-O sort the CRI mounts by
+// the number of path components): a volume at /data/sub listed before one
+// at /data was hidden under it, and a volume at /etc hid the pod's
+// /etc/hosts, /etc/hostname and /etc/resolv.conf.
+func TestMountsParentFirst(t *testing.T) {
+	sub, top := t.TempDir(), t.TempDir()
+	s, err := buildSpec(testInput(t, AppOptions{Mounts: []Mount{
+		{Source: sub, Destination: "/data/sub"},
+		{Source: top, Destination: "/data"},
+		{Source: top, Destination: "/etc"},
+	}}, v1.Config{Cmd: []string{"/x"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, m := range s.Mounts {
+		at[m.Destination] = i
+	}
+	if at["/data"] > at["/data/sub"] {
+		t.Errorf("/data is mounted after /data/sub and hides it: %v", s.Mounts)
+	}
+	// a volume on /etc does not hide the pod's /etc/hosts
+	if at["/etc"] > at["/etc/hosts"] {
+		t.Errorf("/etc is mounted after /etc/hosts and hides it: %v", s.Mounts)
+	}
+}

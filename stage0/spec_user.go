@@ -12,8 +12,9 @@ import (
 // optional group override into numeric ids using the app's /etc/passwd and
 // /etc/group; it returns the user and its home directory.
 func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (specs.User, string, error) {
+	name := userSpec
 	if group != "" {
-		name, _, _ := strings.Cut(userSpec, ":")
+		name, _, _ = strings.Cut(userSpec, ":")
 		if name == "" {
 			name = "0"
 		}
@@ -22,6 +23,18 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 	eu, err := appuser.Lookup(rootfs, userSpec)
 	if err != nil {
 		return specs.User{}, "", err
+	}
+	// An explicit group gives no supplementary groups in the lookup (Docker's
+	// "user:group"); the CRI's run_as_group under the Merge policy keeps
+	// those the image gives the user, as containerd (WithAdditionalGIDs of
+	// the user alone) and CRI-O (GetUserInfo of the user alone) keep them.
+	sgids := eu.Sgids
+	if group != "" && !strict {
+		byName, err := appuser.Lookup(rootfs, name)
+		if err != nil {
+			return specs.User{}, "", err
+		}
+		sgids = byName.Sgids
 	}
 	// The primary group comes first in the process's group list, as
 	// containerd and CRI-O set it: `id -G` in the container shows it, and
@@ -35,7 +48,7 @@ func resolveUser(rootfs, userSpec, group string, extra []uint32, strict bool) (s
 		}
 	}
 	if !strict {
-		for _, g := range eu.Sgids {
+		for _, g := range sgids {
 			add(uint32(g))
 		}
 	}

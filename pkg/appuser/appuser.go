@@ -14,6 +14,38 @@ import (
 	"github.com/rkt/rkt/pkg/fileperm"
 )
 
+// MaxFileSize bounds an image's /etc/passwd and /etc/group. They are
+// hostile input: a 2 MB gzip layer holds a 2 GB group line, which the
+// parser reads whole and splits into a string per member (some 10 times its
+// size in memory). Real ones are a few KiB.
+const MaxFileSize = 4 << 20
+
+// ErrTooLarge is the error of a /etc/passwd or /etc/group over MaxFileSize.
+var ErrTooLarge = errors.New("file is larger than 4 MiB")
+
+// capReader fails a read past left bytes (a file that grew after its size
+// was checked).
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var b [1]byte
+		if n, _ := c.r.Read(b[:]); n > 0 {
+			return 0, ErrTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
 // Lookup resolves spec ("", name, uid, name:group, uid:gid...) against
 // rootfs's /etc/passwd and /etc/group, both resolved inside rootfs so that
 // symlinks cannot point out of it. Missing files, or an empty rootfs, leave
@@ -45,7 +77,14 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 			continue // missing or unreadable: none, as user.GetExecUserPath takes it
 		}
 		defer file.Close()
-		*f.r = file
+		st, err := file.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("cannot stat %q: %w", f.path, err)
+		}
+		if st.Size() > MaxFileSize {
+			return nil, fmt.Errorf("cannot read %q (%d bytes): %w", f.path, st.Size(), ErrTooLarge)
+		}
+		*f.r = &capReader{r: file, left: MaxFileSize}
 	}
 	u, err := user.GetExecUser(spec, &user.ExecUser{Uid: 0, Gid: 0, Home: "/"}, passwdR, groupR)
 	if err != nil {

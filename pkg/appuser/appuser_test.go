@@ -1,8 +1,10 @@
 package appuser
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -115,5 +117,38 @@ func TestLookupNotRegular(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLookupBoundedMemory: an image's /etc/group is hostile input. A 2 MB
+// gzip layer can hold a 2 GB group line ("g:x:5:a,a,a,..."), which the
+// parser read whole and split into a string per member (16 bytes of header
+// each): gigabytes in the kubelet-service's CreateContainer. A file past
+// the cap is refused, with memory use bounded whatever its size.
+func TestLookupBoundedMemory(t *testing.T) {
+	root := t.TempDir()
+	etc := filepath.Join(root, "etc")
+	if err := os.MkdirAll(etc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const size = 24 << 20
+	line := append([]byte("big:x:5:"), bytes.Repeat([]byte("root,"), size/5)...)
+	if err := os.WriteFile(filepath.Join(etc, "group"), append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line = nil
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Lookup(root, "root")
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("Lookup of a %d MiB /etc/group allocated %d MiB (err %v)", size>>20, alloc>>20, err)
+	}
+	if err == nil {
+		t.Error("a /etc/group past the cap was accepted")
 	}
 }
