@@ -93,7 +93,7 @@ type FetchOptions struct {
 	// long (0: $RKT_FETCH_IDLE_TIMEOUT, else DefaultIdleTimeout).
 	IdleTimeout time.Duration
 
-	written *written // what this fetch stored (set by Fetch)
+	written *written // what this fetch stored (set by Fetch, unless the caller set it)
 }
 
 // Fetch brings an image into the store and returns it. ref is an image ID
@@ -127,7 +127,9 @@ func (s *Store) underFetchLock(ctx context.Context, opts FetchOptions, fn func(F
 	if err != nil {
 		return nil, err
 	}
-	opts.written = &written{}
+	if opts.written == nil {
+		opts.written = &written{}
+	}
 	img, err := fn(opts)
 	fl.Close()
 	if err != nil {
@@ -174,7 +176,9 @@ func (s *Store) fetch(ctx context.Context, ref string, opts FetchOptions) (*Imag
 	if strings.HasPrefix(ref, "sha256:") {
 		return s.ResolveImage(ref)
 	}
-	if isHexPrefix(ref) {
+	// An ID prefix, unless the reference comes from a request that names
+	// registry images only (a pod spec's "cafe" is docker.io/library/cafe).
+	if isHexPrefix(ref) && !opts.RegistryOnly {
 		img, err := s.ResolveImage(ref)
 		if err == nil && img.ID[len("sha256:"):len("sha256:")+len(ref)] == ref {
 			return img, nil

@@ -116,10 +116,22 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, idle ti
 		return nil, fmt.Errorf("cannot resolve image manifest: %w", err)
 	}
 	var names []string
-	if t := r.TagRef(); t != "" {
+	if t := recordedTag(r); t != "" {
 		names = append(names, t)
 	}
 	return s.importImage(ctx, img, names, []string{repoDigest}, opts)
+}
+
+// recordedTag is the name:tag a fetch of r records: none when r has a
+// digest. "name:tag@digest" names the digest's content (containerd drops
+// the tag, Docker ignores it): the registry was not asked what the tag
+// points at, so recording it would make name:tag resolve to whatever
+// digest a pod spec paired it with.
+func recordedTag(r Reference) string {
+	if r.Digest != "" {
+		return ""
+	}
+	return r.TagRef()
 }
 
 // retag points r's tag at the stored image with the given repo digest.
@@ -137,7 +149,7 @@ func (s *Store) retag(r Reference, repoDigest string) (*Image, error) {
 		if rec == nil {
 			return &NotFoundError{Ref: repoDigest}
 		}
-		if t := r.TagRef(); t != "" {
+		if t := recordedTag(r); t != "" {
 			if err := tx.setRef(rec, t, false); err != nil {
 				return err
 			}

@@ -80,6 +80,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 		return nil, err
 	}
 	var rec *imageRecord
+	created := false
 	err = s.update(func(tx *txn) error {
 		var err error
 		rec, err = tx.getImage(id)
@@ -89,6 +90,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 		now := time.Now().UTC()
 		if rec == nil {
 			rec = &imageRecord{Image: Image{ID: id, ImportedAt: now, LastUsedAt: now}}
+			created = true
 		}
 		rec.ManifestDigest = manifestDigest
 		rec.ManifestMediaType = string(mediaType)
@@ -109,6 +111,9 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, names, repoDigest
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot record image %s: %w", id, err)
+	}
+	if created {
+		opts.written.addImage(id)
 	}
 	return rec.image()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // PullOptions tune Pull: a fetch, and what to do when its unpacking fails.
@@ -52,8 +51,9 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (*Image,
 // unless the failure is a missing blob and keepOnMissing is set (the
 // caller retries then).
 func (s *Store) pullOnce(ctx context.Context, ref string, opts PullOptions, keepOnMissing bool) (*Image, error) {
-	start := time.Now().UTC()
-	img, err := s.Fetch(ctx, ref, opts.FetchOptions)
+	fo := opts.FetchOptions
+	fo.written = &written{}
+	img, err := s.Fetch(ctx, ref, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +63,18 @@ func (s *Store) pullOnce(ctx context.Context, ref string, opts PullOptions, keep
 	if _, err := s.LayerPaths(ctx, img); err != nil {
 		var m *missingLayerError
 		missing := errors.As(err, &m)
-		if !(missing && keepOnMissing) && !img.ImportedAt.Before(start.Truncate(time.Second)) {
-			if _, rmErr := s.RemoveImage(img.ID, RemoveOptions{}); rmErr != nil {
+		// Only the record this pull created is its to remove: another
+		// pull of the same image (started before or after) may have
+		// imported it and answered with it, or a pod may use it.
+		if !(missing && keepOnMissing) && fo.written.createdImage(img.ID) {
+			var inUse map[string]bool
+			if opts.InUse != nil {
+				var iuErr error
+				if inUse, iuErr = opts.InUse(); iuErr != nil {
+					return nil, fmt.Errorf("%w (and cannot list the images in use: %v)", err, iuErr)
+				}
+			}
+			if _, rmErr := s.RemoveImage(img.ID, RemoveOptions{InUse: inUse}); rmErr != nil && !errors.Is(rmErr, ErrImageNotFound) && !errors.Is(rmErr, ErrImageInUse) {
 				return nil, fmt.Errorf("%w (and cannot remove the refused image: %v)", err, rmErr)
 			}
 		}

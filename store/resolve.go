@@ -60,14 +60,30 @@ func resolve(tx *txn, ref string) (*imageRecord, error) {
 		return rec, err
 	}
 	if isHexPrefix(ref) {
-		// An ID prefix wins over a name that happens to be hex.
+		// A name wins over an ID prefix, as in containerd and Docker: a
+		// pod spec's "cafe" is docker.io/library/cafe, whatever image
+		// IDs start so.
+		if rec, err := resolveName(tx, ref); err != nil || rec != nil {
+			return rec, err
+		}
 		if rec, err := resolveID(tx, ref, "sha256:"+ref); err != nil || rec != nil {
 			return rec, err
 		}
+		return nil, &NotFoundError{Ref: ref}
 	}
+	rec, err := resolveName(tx, ref)
+	if err == nil && rec == nil {
+		err = &NotFoundError{Ref: ref}
+	}
+	return rec, err
+}
+
+// resolveName finds the image a name:tag or name@digest reference points
+// at; nil if none (or ref is no reference).
+func resolveName(tx *txn, ref string) (*imageRecord, error) {
 	r, err := ParseReference(ref)
 	if err != nil {
-		return nil, &NotFoundError{Ref: ref}
+		return nil, nil
 	}
 	key := r.String()
 	if r.Digest != "" {
@@ -75,16 +91,9 @@ func resolve(tx *txn, ref string) (*imageRecord, error) {
 	}
 	id := tx.getRef(key)
 	if id == "" {
-		return nil, &NotFoundError{Ref: ref}
+		return nil, nil
 	}
-	rec, err := tx.getImage(id)
-	if err != nil {
-		return nil, err
-	}
-	if rec == nil {
-		return nil, &NotFoundError{Ref: ref}
-	}
-	return rec, nil
+	return tx.getImage(id)
 }
 
 // resolveID finds the one image whose ID starts with prefix; nil if none.

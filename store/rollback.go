@@ -12,6 +12,7 @@ type written struct {
 	mu     sync.Mutex
 	blobs  []string // digests
 	chains []string // chain IDs of unpacked trees
+	images []string // IDs of the image records the fetch created
 }
 
 func (w *written) addBlob(digest string) {
@@ -30,6 +31,31 @@ func (w *written) addTree(chainID string) {
 	w.mu.Lock()
 	w.chains = append(w.chains, chainID)
 	w.mu.Unlock()
+}
+
+func (w *written) addImage(id string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.images = append(w.images, id)
+	w.mu.Unlock()
+}
+
+// createdImage reports whether the fetch created the record of image id
+// (rather than finding it, imported by another fetch).
+func (w *written) createdImage(id string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, x := range w.images {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // rollback removes what a failed fetch stored that no recorded image uses
