@@ -116,6 +116,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		SharedPID:    opts.SharedPID,
 		HostPID:      opts.HostPID,
 		HostIPC:      opts.HostIPC,
+		SharedShm:    !opts.HostIPC,
 		Sysctls:      opts.Sysctls,
 		CgroupParent: cgParent,
 		Resources:    opts.Resources,
@@ -127,6 +128,14 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		l.Close()
 		os.RemoveAll(p.dir)
 		return nil, nil, nil, fmt.Errorf("cannot create apps directory of pod %s: %w", uuid, err)
+	}
+	if pm.SharedShm {
+		// the mount point of the pod's /dev/shm (mounted at its start)
+		if err := fileperm.Mkdir(p.layout().Shm(), fileperm.Shared); err != nil {
+			l.Close()
+			os.RemoveAll(p.dir)
+			return nil, nil, nil, fmt.Errorf("cannot create the /dev/shm of pod %s: %w", uuid, err)
+		}
 	}
 	if err := p.writeManifest(pm); err != nil {
 		l.Close()

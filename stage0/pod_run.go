@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
@@ -141,6 +143,9 @@ func (r *Runtime) startMoved(ctx context.Context, p *pod, l *lock.FileLock, mode
 	if err != nil {
 		return err
 	}
+	if err := mountPodShm(p, pm); err != nil {
+		return err
+	}
 	ps, err := networking.Begin(ctx, r.cfg.Net, networking.PodNet{
 		UUID: p.uuid, Dir: p.dir, Net: pm.Net, Ports: pm.Ports, DNS: pm.DNS,
 		CreateNetNS: r.userNSNetNS(ctx, p, pm),
@@ -239,4 +244,17 @@ func (r *Runtime) startSupervisor(ctx context.Context, p *pod, pm *schema.PodMan
 	}
 	r.log.Debug("stage1 ready", "pod", p.uuid, "after", time.Since(t0))
 	return s1, nil
+}
+
+// mountPodShm mounts the pod's /dev/shm, which its apps bind (a tmpfs of
+// 64 MiB, as containerd's and CRI-O's). The pod's cleanup unmounts it with
+// everything under the pod directory.
+func mountPodShm(p *pod, pm *schema.PodManifest) error {
+	if !pm.SharedShm {
+		return nil
+	}
+	if err := unix.Mount("shm", p.layout().Shm(), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k"); err != nil {
+		return fmt.Errorf("cannot mount the /dev/shm of pod %s: %w", p.uuid, err)
+	}
+	return nil
 }

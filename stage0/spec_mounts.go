@@ -61,8 +61,13 @@ func defaultMounts(privileged bool) []specs.Mount {
 func addMounts(s *specs.Spec, in specInput) error {
 	o := in.opts
 	mounts := defaultMounts(o.Privileged)
-	if in.pod.HostIPC {
+	switch {
+	case in.pod.HostIPC:
 		mounts[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: "/dev/shm", Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
+	case in.pod.SharedShm:
+		// the pod's, as the apps share its IPC namespace (POSIX shared
+		// memory lives in /dev/shm), as containerd and CRI-O bind theirs
+		mounts[3] = specs.Mount{Destination: "/dev/shm", Type: "bind", Source: schema.PodDir(in.podDir).Shm(), Options: []string{"rbind", "nosuid", "noexec", "nodev"}}
 	}
 	// the pod's /etc files and the app's mounts, sorted below
 	var appMounts []specs.Mount

@@ -565,3 +565,34 @@ func TestMountsParentFirst(t *testing.T) {
 		t.Errorf("/etc is mounted after /etc/hosts and hides it: %v", s.Mounts)
 	}
 }
+
+// The apps of a pod bind its /dev/shm (they share its IPC namespace); a
+// pod of an earlier version gives each a tmpfs, and a host-IPC pod the
+// host's.
+func TestDevShmOfPod(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		shared, host bool
+		want         string // the mount's source
+	}{
+		{"shared", true, false, "shm-of-pod"},
+		{"earlier pod", false, false, "shm"},
+		{"host IPC", false, true, "/dev/shm"},
+	} {
+		in := testInput(t, AppOptions{}, v1.Config{Cmd: []string{"/x"}})
+		in.pod.SharedShm, in.pod.HostIPC = tc.shared, tc.host
+		s, err := buildSpec(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.want
+		if want == "shm-of-pod" {
+			want = schema.PodDir(in.podDir).Shm()
+		}
+		for _, m := range s.Mounts {
+			if m.Destination == "/dev/shm" && m.Source != want {
+				t.Errorf("%s: /dev/shm from %q (%s), want %q", tc.name, m.Source, m.Type, want)
+			}
+		}
+	}
+}

@@ -25,6 +25,9 @@ func (d PodDir) Manifest() string { return d.join("pod") }
 // NetNS is the bind-mounted network namespace (absent for host networking).
 func (d PodDir) NetNS() string { return d.join("netns") }
 
+// Shm is the pod's /dev/shm, a tmpfs every app binds (PodManifest.SharedShm).
+func (d PodDir) Shm() string { return d.join("shm") }
+
 // NetInfo holds the CNI results.
 func (d PodDir) NetInfo() string { return d.join("net-info.json") }
 

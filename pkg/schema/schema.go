@@ -30,17 +30,21 @@ func CheckVersion(v string) error {
 // PodManifest describes a pod. stage0 writes it atomically; it is rewritten
 // when apps are added or removed.
 type PodManifest struct {
-	Version      string            `json:"version"`
-	UUID         string            `json:"uuid"`
-	Apps         []App             `json:"apps"`
-	Hostname     string            `json:"hostname,omitempty"`
-	DNS          *DNS              `json:"dns,omitempty"`
-	Net          string            `json:"net,omitempty"` // "default", "host", "none" or comma-separated network names
-	Ports        []PortMapping     `json:"ports,omitempty"`
-	Volumes      []Volume          `json:"volumes,omitempty"`
-	SharedPID    bool              `json:"sharedPID,omitempty"` // apps share one PID namespace held by the pod
-	HostPID      bool              `json:"hostPID,omitempty"`
-	HostIPC      bool              `json:"hostIPC,omitempty"`
+	Version   string        `json:"version"`
+	UUID      string        `json:"uuid"`
+	Apps      []App         `json:"apps"`
+	Hostname  string        `json:"hostname,omitempty"`
+	DNS       *DNS          `json:"dns,omitempty"`
+	Net       string        `json:"net,omitempty"` // "default", "host", "none" or comma-separated network names
+	Ports     []PortMapping `json:"ports,omitempty"`
+	Volumes   []Volume      `json:"volumes,omitempty"`
+	SharedPID bool          `json:"sharedPID,omitempty"` // apps share one PID namespace held by the pod
+	HostPID   bool          `json:"hostPID,omitempty"`
+	HostIPC   bool          `json:"hostIPC,omitempty"`
+	// SharedShm: the apps bind the pod's /dev/shm (PodDir.Shm, a tmpfs
+	// mounted at its start), as they share its IPC namespace. Pods of
+	// earlier versions give each app a tmpfs of its own.
+	SharedShm    bool              `json:"sharedShm,omitempty"`
 	Sysctls      map[string]string `json:"sysctls,omitempty"` // namespaced sysctls applied to the pod
 	CgroupParent string            `json:"cgroupParent,omitempty"`
 	// Resources are limits of the pod cgroup (<parent>/<uuid>) as a
