@@ -61,7 +61,7 @@ func (sv *supervisor) handleAttach(conn net.Conn, br *bufio.Reader, req *control
 	if spec.Stdin {
 		stdin = appStdin{a}
 	}
-	go readClientFrames(br, stdin, pty, func() { close(gone) }, func() {
+	go readClientFrames(conn, br, stdin, pty, func() { close(gone) }, func() {
 		if stdinOnce {
 			a.closeStdin()
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -37,7 +38,7 @@ func (sv *supervisor) handleExec(conn net.Conn, br *bufio.Reader, req *control.R
 	}
 	fw := control.NewFrameWriter(conn)
 	eio.pumpTo(fw)
-	go readClientFrames(br, eio.stdin, eio.pty, func() { p.Signal(sigKILL) }, func() {
+	go readClientFrames(conn, br, eio.stdin, eio.pty, func() { p.Signal(sigKILL) }, func() {
 		switch {
 		case eio.pty != nil:
 			eio.pty.Write([]byte{4}) // ^D: EOF for the terminal's reader
@@ -216,8 +217,24 @@ func (eio *execIO) closeAll() {
 }
 
 // readClientFrames handles the client's frames: stdin data, stdin EOF and
-// terminal resizes. It calls gone when the client goes away.
-func readClientFrames(br *bufio.Reader, stdin io.Writer, pty *os.File, gone, stdinClosed func()) {
+// terminal resizes. It calls gone when the client goes away, also while
+// the process does not read its stdin: the stdin data goes through a
+// writer of its own, and while that one is blocked the connection is
+// checked for a hang-up instead of being read.
+func readClientFrames(conn net.Conn, br *bufio.Reader, stdin io.Writer, pty *os.File, gone, stdinClosed func()) {
+	// A nil slice asks the writer to end stdin, after the data before it.
+	in := make(chan []byte)
+	defer close(in)
+	go func() {
+		for p := range in {
+			switch {
+			case p == nil:
+				stdinClosed()
+			case stdin != nil:
+				stdin.Write(p)
+			}
+		}
+	}()
 	for {
 		typ, payload, err := control.ReadFrame(br)
 		if err != nil {
@@ -226,11 +243,15 @@ func readClientFrames(br *bufio.Reader, stdin io.Writer, pty *os.File, gone, std
 		}
 		switch typ {
 		case control.FrameStdin:
-			if stdin != nil {
-				stdin.Write(payload)
+			if stdin != nil && len(payload) > 0 && !handOff(conn, in, payload) {
+				gone()
+				return
 			}
 		case control.FrameStdinClose:
-			stdinClosed()
+			if !handOff(conn, in, nil) {
+				gone()
+				return
+			}
 		case control.FrameResize:
 			var sz control.TermSize
 			if json.Unmarshal(payload, &sz) == nil && pty != nil {
@@ -238,6 +259,53 @@ func readClientFrames(br *bufio.Reader, stdin io.Writer, pty *os.File, gone, std
 			}
 		}
 	}
+}
+
+// hangupPoll is how often a client whose stdin is not being read is
+// checked for a hang-up.
+const hangupPoll = 100 * time.Millisecond
+
+// handOff gives p to the stdin writer; it reports false if the client hung
+// up while the writer was blocked.
+func handOff(conn net.Conn, in chan<- []byte, p []byte) bool {
+	select {
+	case in <- p:
+		return true
+	default:
+	}
+	t := time.NewTicker(hangupPoll)
+	defer t.Stop()
+	for {
+		select {
+		case in <- p:
+			return true
+		case <-t.C:
+			if hungUp(conn) {
+				return false
+			}
+		}
+	}
+}
+
+// hungUp reports whether the peer of conn closed its end, without reading:
+// the data it sent before may still be unread.
+func hungUp(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var hup bool
+	rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			hup = fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+		}
+	})
+	return hup
 }
 
 func resizePty(pty *os.File, sz control.TermSize) {

@@ -115,6 +115,13 @@ func libcontainerConfig(name string, spec *specs.Spec, systemd bool) (*configs.C
 		}
 		cfg.Rlimits = append(cfg.Rlimits, configs.Rlimit{Type: t, Hard: r.Hard, Soft: r.Soft})
 	}
+	// libcontainer gives the init 0022 when the spec has no umask, and an
+	// exec the umask of its caller, the supervisor (rkt run's user's, the
+	// service's): give every process of the app the init's.
+	if cfg.Umask == nil {
+		u := uint32(0o022)
+		cfg.Umask = &u
+	}
 	// The app dies with its supervisor.
 	cfg.ParentDeathSignal = int(unix.SIGKILL)
 	return cfg, nil
