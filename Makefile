@@ -205,7 +205,7 @@ FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
 	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig \
 	./stage0:FuzzReadCheckpoint ./stage1:FuzzPstreeMaxPID \
-	./networking:FuzzNetworkConfig
+	./networking:FuzzNetworkConfig ./pkg/appuser:FuzzLookup
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/rkt/rkt/pkg/appuser"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
@@ -51,6 +52,8 @@ var codeSentinels = []struct {
 	{store.ErrNewerFormat, codes.FailedPrecondition},
 	{store.ErrRegistryBlocked, codes.FailedPrecondition}, // the node's configuration refuses it
 	{schema.ErrNewerVersion, codes.FailedPrecondition},
+	{appuser.ErrIDRange, codes.FailedPrecondition}, // the image's /etc/passwd or /etc/group
+	{appuser.ErrTooLarge, codes.FailedPrecondition},
 	{stage0.ErrPodNotFound, codes.NotFound},
 	{stage0.ErrAppNotFound, codes.NotFound},
 	{stage0.ErrAmbiguousUUID, codes.InvalidArgument},

@@ -90,5 +90,17 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot resolve user %q in the image: %w", spec, err)
 	}
+	// The image's files may give any number; -1 and 2^32-1 are the
+	// kernel's "no change" to setresuid and setresgid: the process would
+	// stay root. The library checks the range of numeric arguments only.
+	for _, id := range append([]int{u.Uid, u.Gid}, u.Sgids...) {
+		if id < 0 || id >= 1<<32-1 {
+			return nil, fmt.Errorf("cannot resolve user %q in the image: id %d out of range: %w", spec, id, ErrIDRange)
+		}
+	}
 	return u, nil
 }
+
+// ErrIDRange is the error of a user or group id an image's /etc/passwd
+// or /etc/group gives outside 0..2^32-2.
+var ErrIDRange = errors.New("user or group id out of range")

@@ -2,6 +2,7 @@ package appuser
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -150,5 +151,26 @@ func TestLookupBoundedMemory(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("a /etc/group past the cap was accepted")
+	}
+}
+
+// An id the image's files give that the kernel takes for "no change"
+// (-1, 2^32-1) is refused: the process would stay root.
+func TestLookupIDRange(t *testing.T) {
+	for _, files := range [][2]string{
+		{"a:x:4294967295:0::/:\n", ""},
+		{"a:x:-1:0::/:\n", ""},
+		{"a:x:1000:1000::/:\n", "g:x:4294967295:a\n"},
+		{"a:x:1000:-1::/:\n", ""},
+	} {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "etc"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(root, "etc", "passwd"), []byte(files[0]), 0o600)
+		os.WriteFile(filepath.Join(root, "etc", "group"), []byte(files[1]), 0o600)
+		if u, err := Lookup(root, "a"); !errors.Is(err, ErrIDRange) {
+			t.Errorf("passwd %q group %q: Lookup(a) = %+v, %v; want ErrIDRange", files[0], files[1], u, err)
+		}
 	}
 }
