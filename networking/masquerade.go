@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rkt/rkt/pkg/fileperm"
+	"github.com/rkt/rkt/pkg/lock"
 )
 
 // The built-in default network masquerades with one rule per subnet instead
@@ -38,7 +37,7 @@ func (c Config) masqueradeUsers(subnet string) string {
 // fitBridge), registers the pod as a user of subnet's rule and installs the
 // rule unless present.
 func acquireMasquerade(ctx context.Context, cfg Config, subnet, uuid string) error {
-	unlock, err := lockState(cfg)
+	unlock, err := lockState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -69,7 +68,7 @@ func acquireMasquerade(ctx context.Context, cfg Config, subnet, uuid string) err
 // releaseMasquerade unregisters the pod and removes subnet's rule when no
 // pod uses it any more. Releasing twice is harmless.
 func releaseMasquerade(ctx context.Context, cfg Config, subnet, uuid string) error {
-	unlock, err := lockState(cfg)
+	unlock, err := lockState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -104,7 +103,7 @@ func gcMasquerade(ctx context.Context, cfg Config, exists func(uuid string) bool
 	if err != nil {
 		return fmt.Errorf("cannot list outbound NAT users: %w", err)
 	}
-	unlock, err := lockState(cfg)
+	unlock, err := lockState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -138,8 +137,11 @@ func removeMasquerade(ctx context.Context, subnet string) error {
 	return nil
 }
 
-// lockState takes an exclusive flock on <state dir>/lock.
-func lockState(cfg Config) (func(), error) {
+// lockState takes an exclusive flock on <state dir>/lock, waiting until
+// ctx ends: a holder may keep it for long (an iptables -w of a caller
+// without a deadline waits for the xtables lock), and a blocking flock(2)
+// would hold the waiter's thread past its deadline.
+func lockState(ctx context.Context, cfg Config) (func(), error) {
 	if err := cfg.ensureStateDir(); err != nil {
 		return nil, err
 	}
@@ -148,11 +150,12 @@ func lockState(cfg Config) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open network state lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
+	l := lock.FromFile(f)
+	if err := l.ExclusiveLock(ctx); err != nil {
+		l.Close()
 		return nil, fmt.Errorf("cannot lock %q: %w", path, err)
 	}
-	return func() { f.Close() }, nil
+	return func() { l.Close() }, nil
 }
 
 // RemoveDefaultNetwork deletes what the default network keeps while pods

@@ -184,14 +184,33 @@ func (r *Runtime) refind(p *pod) (*pod, error) {
 	return r.findPod(p.uuid)
 }
 
-// move renames the pod into another state directory.
+// syncStateDir makes the entries of a pod state directory durable
+// (fileperm.SyncDir; a variable for tests).
+var syncStateDir = fileperm.SyncDir
+
+// move renames the pod into another state directory. A move into
+// prepared/ is made durable (the destination state directory synced, then
+// the source, which also makes createPod's rename of prepare/.new-<uuid>
+// durable): a prepared pod that a power cut put back in prepare/ would be
+// collected as an aborted prepare. The other moves need not outlive a
+// power cut: after one, a pod in run/ is dead, and a move to a garbage
+// state is made again by the next GC.
 func (r *Runtime) move(p *pod, to string) error {
 	r.waitRemovals(p.uuid) // their paths are in the pod directory
 	dst := filepath.Join(r.stateDir(to), p.uuid)
 	if err := os.Rename(p.dir, dst); err != nil {
 		return fmt.Errorf("cannot move pod %s from %s to %s: %w", p.uuid, p.state, to, err)
 	}
+	from := p.state
 	p.state, p.dir = to, dst
+	if to != dirPrepared {
+		return nil
+	}
+	for _, d := range []string{r.stateDir(to), r.stateDir(from)} {
+		if err := syncStateDir(d); err != nil {
+			return fmt.Errorf("cannot move pod %s from %s to %s durably: %w", p.uuid, from, to, err)
+		}
+	}
 	return nil
 }
 

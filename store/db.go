@@ -1,8 +1,13 @@
 package store
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 
@@ -257,4 +262,89 @@ func without(list []string, s string) []string {
 		}
 	}
 	return out
+}
+
+// ErrCorruptDB is the refusal of a store database that bbolt would read
+// past its end (its newest meta page names pages the file does not have).
+var ErrCorruptDB = errors.New("corrupt store database")
+
+// bbolt's file format: a meta page is a 16-byte page header, then the
+// magic, the version, the page size, flags, the root bucket (16 bytes),
+// the freelist page, the high-water mark (pgid), the txid and an FNV-64a
+// checksum of what precedes it.
+const (
+	boltMagic      = 0xED0CDAED
+	boltVersion    = 2
+	boltPageHeader = 16
+	boltMetaLen    = 64
+)
+
+type boltMeta struct {
+	pageSize uint32
+	pgid     uint64
+	txid     uint64
+}
+
+// parseBoltMeta decodes the meta page in b, ok only when it is valid.
+func parseBoltMeta(b []byte) (m boltMeta, ok bool) {
+	if len(b) < boltPageHeader+boltMetaLen {
+		return m, false
+	}
+	b = b[boltPageHeader : boltPageHeader+boltMetaLen]
+	le := binary.LittleEndian
+	h := fnv.New64a()
+	h.Write(b[:56])
+	if le.Uint32(b[0:]) != boltMagic || le.Uint32(b[4:]) != boltVersion || le.Uint64(b[56:]) != h.Sum64() {
+		return m, false
+	}
+	return boltMeta{pageSize: le.Uint32(b[8:]), pgid: le.Uint64(b[40:]), txid: le.Uint64(b[48:])}, true
+}
+
+// checkDBSize refuses a database file shorter than its newest valid meta
+// page says (bbolt would fault on the missing pages: SIGBUS, which kills
+// the process). A missing or empty file, or one without a valid meta page,
+// is left to bbolt (which creates, or refuses, it).
+func checkDBSize(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot open store database %q: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("cannot stat store database %q: %w", path, err)
+	}
+	buf := make([]byte, boltPageHeader+boltMetaLen)
+	var metas []boltMeta
+	if _, err := f.ReadAt(buf, 0); err == nil {
+		if m, ok := parseBoltMeta(buf); ok {
+			metas = append(metas, m)
+		}
+	}
+	pageSize := int64(os.Getpagesize())
+	if len(metas) > 0 {
+		pageSize = int64(metas[0].pageSize)
+	}
+	if _, err := f.ReadAt(buf, pageSize); err == nil {
+		if m, ok := parseBoltMeta(buf); ok {
+			metas = append(metas, m)
+		}
+	}
+	if len(metas) == 0 {
+		return nil
+	}
+	newest := metas[0]
+	for _, m := range metas[1:] {
+		if m.txid > newest.txid {
+			newest = m
+		}
+	}
+	if want := int64(newest.pgid) * int64(newest.pageSize); fi.Size() < want {
+		return fmt.Errorf("cannot open store database %q: it has %d bytes, its index needs %d (truncated by a crash or a copy; move it aside to start an empty index, or restore it): %w",
+			path, fi.Size(), want, ErrCorruptDB)
+	}
+	return nil
 }

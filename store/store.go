@@ -73,6 +73,9 @@ func Open(dataDir string) (*Store, error) {
 			return nil, fmt.Errorf("cannot create store directory: %w", err)
 		}
 	}
+	if err := checkDBSize(s.dbPath()); err != nil {
+		return nil, err
+	}
 	// A read-only check first, so that users who may only read the store
 	// (and processes racing a writer) do not need the exclusive lock.
 	if s.view(func(tx *txn) error { return tx.check() }) != nil {

@@ -1,0 +1,48 @@
+package networking
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestStateLockHonoursContext: a call waiting for the network state lock
+// (<data dir>/networks/lock), held by another process (here another open
+// file description), gives up when its context ends instead of blocking in
+// flock(2) for as long as the holder keeps it (a `rkt gc` whose iptables
+// -w waits for the xtables lock without a deadline).
+func TestStateLockHonoursContext(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir()}
+	if err := cfg.ensureStateDir(); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := os.OpenFile(filepath.Join(cfg.stateDir(), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		// the subnet has no users: with the lock, nothing runs
+		done <- releaseMasquerade(ctx, cfg, "10.99.0.0/24", "0d2c9b4e-4a1e-4c6e-9a44-5f1b2c3d4e5f")
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("releaseMasquerade succeeded while another holder had the network state lock")
+		}
+	case <-time.After(3 * time.Second):
+		holder.Close() // let the stuck call go
+		<-done
+		t.Fatal("releaseMasquerade still waits for the network state lock 3 s after its context ended")
+	}
+}
