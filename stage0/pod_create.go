@@ -130,8 +130,13 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		return nil, nil, nil, fmt.Errorf("cannot create apps directory of pod %s: %w", uuid, err)
 	}
 	if pm.SharedShm {
-		// the mount point of the pod's /dev/shm (mounted at its start)
-		if err := fileperm.Mkdir(p.layout().Shm(), fileperm.Shared); err != nil {
+		// the mount point of the pod's /dev/shm (mounted at its start), in
+		// a directory of root's: the tmpfs is open to all (1777)
+		err := fileperm.Mkdir(p.layout().ShmDir(), fileperm.Private)
+		if err == nil {
+			err = fileperm.Mkdir(p.layout().Shm(), fileperm.Private)
+		}
+		if err != nil {
 			l.Close()
 			os.RemoveAll(p.dir)
 			return nil, nil, nil, fmt.Errorf("cannot create the /dev/shm of pod %s: %w", uuid, err)

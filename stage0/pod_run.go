@@ -253,6 +253,10 @@ func mountPodShm(p *pod, pm *schema.PodManifest) error {
 	if !pm.SharedShm {
 		return nil
 	}
+	// the root of a user-namespaced pod binds it from inside the namespace
+	if err := allowUserNS(pm, p.layout().ShmDir()); err != nil {
+		return fmt.Errorf("cannot open the /dev/shm of pod %s to its user namespace: %w", p.uuid, err)
+	}
 	if err := unix.Mount("shm", p.layout().Shm(), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k"); err != nil {
 		return fmt.Errorf("cannot mount the /dev/shm of pod %s: %w", p.uuid, err)
 	}

@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,11 @@ func TestCRIPodSharesDevShm(t *testing.T) {
 	}
 	if got := exec(first, "grep ' /dev/shm ' /proc/mounts"); !strings.Contains(got, "tmpfs") || !strings.Contains(got, "size=65536k") {
 		t.Errorf("/dev/shm is %q, want a 64 MiB tmpfs", got)
+	}
+	// open to all inside the pod (1777), so root's only on the host: no
+	// other user, nor the rkt group, reaches the apps' shared memory
+	shmDir := filepath.Join(env.DataDir, "pods", "run", pod, "shm")
+	if fi, err := os.Stat(shmDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: %v, %v; want a directory 0700", shmDir, fi.Mode(), err)
 	}
 }

@@ -25,8 +25,13 @@ func (d PodDir) Manifest() string { return d.join("pod") }
 // NetNS is the bind-mounted network namespace (absent for host networking).
 func (d PodDir) NetNS() string { return d.join("netns") }
 
-// Shm is the pod's /dev/shm, a tmpfs every app binds (PodManifest.SharedShm).
-func (d PodDir) Shm() string { return d.join("shm") }
+// ShmDir is root's only (the apps' shared memory is theirs, as their
+// rootfs): it holds Shm.
+func (d PodDir) ShmDir() string { return d.join("shm") }
+
+// Shm is the pod's /dev/shm, a tmpfs (1777) every app binds
+// (PodManifest.SharedShm).
+func (d PodDir) Shm() string { return d.join("shm", "dev") }
 
 // NetInfo holds the CNI results.
 func (d PodDir) NetInfo() string { return d.join("net-info.json") }
