@@ -206,7 +206,7 @@ func TestCRINetworkNamedHost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{DataDir: t.TempDir(), ConfDir: t.TempDir(), PluginDirs: []string{linkPlugins(t, "bridge", "host-local")}}
 			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"type":"bridge","bridge":"audx0","ipam":{"type":"host-local","subnet":"10.231.250.0/24"}}`, name)
-			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "10-net.conf"), []byte(conf), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(cfg.ConfDir, "10-net.conf"), []byte(conf), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if ok, why := networkReadyUncached(cfg); !ok {

@@ -27,8 +27,8 @@ func legacyACI(t *testing.T, dataDir, name string, tampered bool) string {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, h := range []*tar.Header{
-		{Name: "manifest", Mode: 0o644, Size: int64(len(m)), Typeflag: tar.TypeReg},
-		{Name: "rootfs/", Mode: 0o755, Typeflag: tar.TypeDir},
+		{Name: "manifest", Mode: 0o600, Size: int64(len(m)), Typeflag: tar.TypeReg},
+		{Name: "rootfs/", Mode: 0o700, Typeflag: tar.TypeDir},
 	} {
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)

@@ -47,7 +47,7 @@ func makeNewer(t *testing.T, rt *Runtime, uuid string) string {
 	if newer == string(b) {
 		t.Fatalf("no version in the manifest: %s", b)
 	}
-	if err := os.WriteFile(manifest, []byte(newer), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(newer), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return manifest

@@ -40,7 +40,7 @@ func TestRenderFlatFailureLeavesNothing(t *testing.T) {
 		t.Errorf("a failed render into a new directory left it: %v, %d entries", err, len(e))
 	}
 	// into an existing empty directory: it stays, empty
-	if err := os.Mkdir(dest, 0o755); err != nil {
+	if err := os.Mkdir(dest, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RenderFlat(ctx, got, dest); err == nil {

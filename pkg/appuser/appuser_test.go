@@ -132,12 +132,12 @@ func TestLookupBoundedMemory(t *testing.T) {
 	if err := os.MkdirAll(etc, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const size = 24 << 20
 	line := append([]byte("big:x:5:"), bytes.Repeat([]byte("root,"), size/5)...)
-	if err := os.WriteFile(filepath.Join(etc, "group"), append(line, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(etc, "group"), append(line, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	line = nil

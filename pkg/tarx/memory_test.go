@@ -47,7 +47,7 @@ func TestExtractKeepsNoHeaders(t *testing.T) {
 	go func() {
 		tw := tar.NewWriter(pw)
 		for i := 0; i < dirs; i++ {
-			h := &tar.Header{Name: fmt.Sprintf("d%04d/", i), Typeflag: tar.TypeDir, Mode: 0o755,
+			h := &tar.Header{Name: fmt.Sprintf("d%04d/", i), Typeflag: tar.TypeDir, Mode: 0o700,
 				ModTime: time.Unix(1600000000, 0), Format: tar.FormatPAX,
 				PAXRecords: map[string]string{"RKT.pad": pad}}
 			if err := tw.WriteHeader(h); err != nil {

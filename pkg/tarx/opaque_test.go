@@ -16,14 +16,14 @@ import (
 // declares before the ".wh..wh..opq" entry.
 func TestOpaqueApplyHidesLowerSubdirs(t *testing.T) {
 	lower := mkTar(t,
-		ent{name: "opq/", typ: tar.TypeDir, mode: 0o755},
-		ent{name: "opq/sub/", typ: tar.TypeDir, mode: 0o755},
+		ent{name: "opq/", typ: tar.TypeDir, mode: 0o700},
+		ent{name: "opq/sub/", typ: tar.TypeDir, mode: 0o700},
 		ent{name: "opq/sub/secret", body: "s"},
-		ent{name: "opq/deep/", typ: tar.TypeDir, mode: 0o755},
+		ent{name: "opq/deep/", typ: tar.TypeDir, mode: 0o700},
 		ent{name: "opq/deep/old", body: "o"})
 	upper := mkTar(t,
-		ent{name: "opq/", typ: tar.TypeDir, mode: 0o755},
-		ent{name: "opq/sub/", typ: tar.TypeDir, mode: 0o755},
+		ent{name: "opq/", typ: tar.TypeDir, mode: 0o700},
+		ent{name: "opq/sub/", typ: tar.TypeDir, mode: 0o700},
 		ent{name: "opq/.wh..wh..opq"},
 		ent{name: "opq/sub/new", body: "n"},
 		ent{name: "opq/deep/a/new", body: "d"})
