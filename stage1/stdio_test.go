@@ -54,26 +54,48 @@ func TestAttachTTY(t *testing.T) {
 	}
 }
 
+// TestContextCancelKillsExec: a cancelled exec is killed, also when the
+// process does not read its stdin and the client sent more than a pipe or
+// a terminal holds (the supervisor's reader of the client's frames blocked
+// writing to the full stdin, never saw the client go away, and the process
+// ran on).
 func TestContextCancelKillsExec(t *testing.T) {
-	p := newPod(t, nil)
-	p.addApp("a", schema.App{}, []string{"sleep", "1000"}, nil)
-	p.mustStart(modeRun)
-	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	t0 := time.Now()
-	_, err := p.client.Exec(c, control.ExecRequest{App: "a", Args: []string{"sleep", "77"}})
-	if err == nil || time.Since(t0) > 5*time.Second {
-		t.Fatalf("cancelled exec: %v after %v", err, time.Since(t0))
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		out, _ := p.exec("a", "ps", "-o", "args")
-		if !strings.Contains(out, "sleep 77") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exec'd process survived the cancelled client: %q", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	for _, tc := range []struct {
+		name         string
+		stdin, tty   bool
+		cmd          string
+		cancelsAfter time.Duration
+	}{
+		{"no stdin", false, false, "77", 300 * time.Millisecond},
+		{"stdin unread, pipe", true, false, "78", time.Second},
+		{"stdin unread, tty", true, true, "79", time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPod(t, nil)
+			p.addApp("a", schema.App{}, []string{"sleep", "1000"}, nil)
+			p.mustStart(modeRun)
+			c, cancel := context.WithTimeout(context.Background(), tc.cancelsAfter)
+			defer cancel()
+			req := control.ExecRequest{App: "a", Args: []string{"sleep", tc.cmd}, TTY: tc.tty}
+			if tc.stdin {
+				req.Stdin = bytes.NewReader(bytes.Repeat([]byte("x\n"), 1<<20))
+			}
+			t0 := time.Now()
+			_, err := p.client.Exec(c, req)
+			if err == nil || time.Since(t0) > 5*time.Second {
+				t.Fatalf("cancelled exec: %v after %v", err, time.Since(t0))
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for {
+				out, _ := p.exec("a", "ps", "-o", "args")
+				if !strings.Contains(out, "sleep "+tc.cmd) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("exec'd process survived the cancelled client: %q", out)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
 }
