@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
-	"golang.org/x/sys/unix"
 )
 
 // GC releases what pods that no longer exist still hold, for pods whose
@@ -49,7 +48,7 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := gcReservations(cfg, exists); err != nil {
+	if err := gcReservations(ctx, cfg, exists); err != nil {
 		errs = append(errs, err)
 	}
 	if err := gcMasquerade(ctx, cfg, exists); err != nil {
@@ -85,13 +84,14 @@ func delAttachment(ctx context.Context, cfg Config, cni *libcni.CNIConfig, a *li
 }
 
 // releaseReservations removes the host-local reservations of pod uuid.
-func releaseReservations(cfg Config, uuid string) error {
-	return gcReservations(cfg, func(id string) bool { return id != uuid })
+func releaseReservations(ctx context.Context, cfg Config, uuid string) error {
+	return gcReservations(ctx, cfg, func(id string) bool { return id != uuid })
 }
 
 // gcReservations removes host-local reservations (files named after an IP,
-// holding "<container id>\r\n<ifname>") of pods that no longer exist.
-func gcReservations(cfg Config, exists func(uuid string) bool) error {
+// holding "<container id>\r\n<ifname>") of pods that no longer exist,
+// under each network's lock (host-local's), waited for until ctx ends.
+func gcReservations(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	nets, err := os.ReadDir(cfg.ipamDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -102,7 +102,7 @@ func gcReservations(cfg Config, exists func(uuid string) bool) error {
 	var errs []error
 	for _, n := range nets {
 		if n.IsDir() {
-			if err := gcNetworkReservations(filepath.Join(cfg.ipamDir(), n.Name()), exists); err != nil {
+			if err := gcNetworkReservations(ctx, filepath.Join(cfg.ipamDir(), n.Name()), exists); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -110,15 +110,12 @@ func gcReservations(cfg Config, exists func(uuid string) bool) error {
 	return errors.Join(errs...)
 }
 
-func gcNetworkReservations(dir string, exists func(uuid string) bool) error {
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+func gcNetworkReservations(ctx context.Context, dir string, exists func(uuid string) bool) error {
+	l, err := lockFile(ctx, filepath.Join(dir, "lock"))
 	if err != nil {
-		return fmt.Errorf("cannot open IPAM lock of %q: %w", dir, err)
+		return fmt.Errorf("cannot release addresses of vanished pods in network %q: %w", filepath.Base(dir), err)
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("cannot lock IPAM state %q: %w", dir, err)
-	}
+	defer l.Close()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("cannot list IPAM state %q: %w", dir, err)

@@ -138,24 +138,35 @@ func removeMasquerade(ctx context.Context, subnet string) error {
 }
 
 // lockState takes an exclusive flock on <state dir>/lock, waiting until
-// ctx ends: a holder may keep it for long (an iptables -w of a caller
-// without a deadline waits for the xtables lock), and a blocking flock(2)
-// would hold the waiter's thread past its deadline.
+// ctx ends (lockFile).
 func lockState(ctx context.Context, cfg Config) (func(), error) {
 	if err := cfg.ensureStateDir(); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(cfg.stateDir(), "lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	l, err := lockFile(ctx, filepath.Join(cfg.stateDir(), "lock"))
 	if err != nil {
-		return nil, fmt.Errorf("cannot open network state lock: %w", err)
+		return nil, err
+	}
+	return func() { l.Close() }, nil
+}
+
+// lockFile takes an exclusive flock on the lock file at path (created
+// root's only), waiting until ctx ends: a holder may keep it for long (an
+// iptables -w of a caller without a deadline waits for the xtables lock
+// under the state lock; a hung host-local holds its IPAM lock until the
+// plugin timeout), and a blocking flock(2) would hold the waiter's thread
+// past its deadline. rkt takes every lock of the network state here.
+func lockFile(ctx context.Context, path string) (*lock.FileLock, error) {
+	f, err := fileperm.OpenFile(path, os.O_RDWR|os.O_CREATE, fileperm.Private)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open lock %q: %w", path, err)
 	}
 	l := lock.FromFile(f)
 	if err := l.ExclusiveLock(ctx); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("cannot lock %q: %w", path, err)
 	}
-	return func() { l.Close() }, nil
+	return l, nil
 }
 
 // RemoveDefaultNetwork deletes what the default network keeps while pods

@@ -2,6 +2,7 @@ package networking
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,5 +45,39 @@ func TestStateLockHonoursContext(t *testing.T) {
 		holder.Close() // let the stuck call go
 		<-done
 		t.Fatal("releaseMasquerade still waits for the network state lock 3 s after its context ended")
+	}
+}
+
+// TestGCIPAMLockHonoursContext: GC waiting for a network's IPAM lock
+// (<networks>/ipam/<network>/lock, which host-local holds while it
+// allocates), held by another holder, gives up when its context ends
+// instead of blocking in flock(2) for as long as the holder keeps it.
+func TestGCIPAMLockHonoursContext(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir()}
+	dir := filepath.Join(cfg.ipamDir(), "held")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- GC(ctx, cfg, func(string) bool { return false }) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("GC with the IPAM lock held elsewhere: %v; want the context's deadline", err)
+		}
+	case <-time.After(3 * time.Second):
+		holder.Close() // let the stuck call go
+		<-done
+		t.Fatal("GC still waits for the IPAM lock 3 s after its context ended")
 	}
 }

@@ -159,7 +159,7 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 	}
 	if (skipped || ex.tolerated()) && len(errs) == 0 {
 		// a DEL that stopped at something gone may not have reached its IPAM
-		if err := releaseReservations(cfg, uuid); err != nil {
+		if err := releaseReservations(ctx, cfg, uuid); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -192,7 +192,7 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 		if err := sweepIPTables(ctx, uuid, nets); err != nil {
 			return err
 		}
-		return releaseReservations(cfg, uuid)
+		return releaseReservations(ctx, cfg, uuid)
 	}
 	return errors.Join(errs...)
 }
