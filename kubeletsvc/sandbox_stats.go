@@ -82,7 +82,7 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 }
 
 // sandboxStats sums the usage of a sandbox's apps (from stage1) and reads
-// its network counters from a running app's network namespace; ctrs are
+// the counters of its network namespace's interfaces; ctrs are
 // its containers. The answer is shared (kept while stage0 returns the same
 // stats of the pod and its containers): read-only.
 func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*container) (*runtimeapi.PodSandboxStats, error) {
@@ -120,7 +120,8 @@ func (c *criService) sandboxStats(ctx context.Context, s *sandbox, ctrs []*conta
 }
 
 // networkUsage converts a pod's interface counters to the CRI's; nil
-// when the pod has none (no app runs, or the host's network). The default
+// when there are none (the host's network, loopback only) or they could
+// not be read. The default
 // interface (the kubelet's figure of the pod's network) is the pod's first
 // network's (eth0), not the first listed: the kernel's fallback tunnel
 // devices (tunl0, gre0, sit0...), made in every network namespace where

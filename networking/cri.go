@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/containernetworking/plugins/pkg/ns"
 )
 
 // CRINetwork returns the name of the network CRI pods join: that of the
@@ -91,7 +89,7 @@ func findPlugin(cfg Config, typ string) (string, error) {
 // lives in that namespace; the caller's thread is left where it was.
 func DialInNetNS(ctx context.Context, netnsPath, network, address string) (net.Conn, error) {
 	var conn net.Conn
-	err := ns.WithNetNSPath(netnsPath, func(ns.NetNS) error {
+	err := InNetNS(netnsPath, func() error {
 		var d net.Dialer
 		var err error
 		conn, err = d.DialContext(ctx, network, address)

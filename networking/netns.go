@@ -6,8 +6,19 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 )
+
+// InNetNS runs fn inside the network namespace at netnsPath, on an OS
+// thread of its own; the caller's thread stays where it was. The thread
+// goes back to Go's pool only once it is back in this process's namespace
+// (one that cannot return stays locked, and Go never reuses it): no thread
+// is left locked, nor in the other namespace.
+// Sockets fn opens live in that namespace; /proc/thread-self/net is its.
+func InNetNS(netnsPath string, fn func() error) error {
+	return ns.WithNetNSPath(netnsPath, func(ns.NetNS) error { return fn() })
+}
 
 // createNetNS creates a new network namespace with loopback up and
 // bind-mounts it at path (which must not exist).

@@ -43,26 +43,36 @@ func (r *Runtime) DialPod(ctx context.Context, uuid, network, address string) (n
 		var d net.Dialer
 		return d.DialContext(ctx, network, address)
 	}
-	netns := p.layout().NetNS()
-	// A service restarted in another mount namespace than the pod's
-	// supervisor sees an empty file there: reach it through the
-	// supervisor's.
-	mns, err := podMountNS(p)
+	netns, release, err := podNetNS(p)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
 	}
-	defer mns.Close()
-	if mns != nil {
-		f, err := mns.open(netns)
-		if err != nil {
-			return nil, fmt.Errorf("cannot open the network namespace of pod %s: %w", uuid, err)
-		}
-		defer f.Close()
-		netns = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-	}
+	defer release()
 	conn, err := networking.DialInNetNS(ctx, netns, network, address)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s in pod %s: %w", address, uuid, err)
 	}
 	return conn, nil
+}
+
+// podNetNS returns a path to the network namespace of p, a pod with one of
+// its own (not on the host's network), valid until release is called. A
+// service restarted in another mount namespace than the pod's supervisor
+// sees an empty file at <pod>/netns: it reaches the namespace through the
+// supervisor's mount namespace.
+func podNetNS(p *pod) (path string, release func(), err error) {
+	netns := p.layout().NetNS()
+	mns, err := podMountNS(p)
+	if err != nil {
+		return "", nil, err
+	}
+	defer mns.Close()
+	if mns == nil {
+		return netns, func() {}, nil
+	}
+	f, err := mns.open(netns)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot open the network namespace of pod %s: %w", p.uuid, err)
+	}
+	return fmt.Sprintf("/proc/self/fd/%d", f.Fd()), func() { f.Close() }, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/cgstats"
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -84,8 +85,9 @@ func findAppStatus(ps *PodStatus, app string) *AppStatus {
 
 // readPodStats reads the usage of a running pod: its cgroup (with the
 // systemd driver apps have scopes and no common pod cgroup: their sum) and
-// its network namespace.
-func readPodStats(ps *PodStatus) (*AppStats, error) {
+// its network namespace's interfaces, through a running app or, when none
+// runs, from inside the namespace.
+func (r *Runtime) readPodStats(ps *PodStatus) (*AppStats, error) {
 	if ps.State != PodRunning || ps.Manifest == nil {
 		return nil, fmt.Errorf("pod %s is %s: %w", ps.UUID, ps.State, ErrNotRunning)
 	}
@@ -114,8 +116,18 @@ func readPodStats(ps *PodStatus) (*AppStats, error) {
 		}
 		out.add(cg)
 	}
-	if netPid > 0 && ps.Manifest.Net != "host" {
-		out.Networks = netDev(netPid)
+	if ps.Manifest.Net != NetHost {
+		// a pod whose counters cannot be read has stats all the same,
+		// without them
+		var err error
+		if netPid > 0 {
+			out.Networks, err = netDev(netPid)
+		}
+		if netPid == 0 || err != nil { // none runs, or it just exited
+			if out.Networks, err = podNetDev(ps); err != nil {
+				r.log.Debug("stats: no network counters", "pod", ps.UUID, "error", err)
+			}
+		}
 	}
 	return out, nil
 }
@@ -142,12 +154,34 @@ func (s *AppStats) add(o *cgstats.Stats) {
 // from /proc/<pid>/net/dev, loopback excluded. It is read for every pod
 // by the background refresh: parsed in place (a Scanner and the fields of
 // each line were most of a pod's refresh allocations).
-func netDev(pid int) []InterfaceStats {
+func netDev(pid int) ([]InterfaceStats, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/dev")
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return parseNetDev(b)
+	return parseNetDev(b), nil
+}
+
+// podNetDev reads the interface counters of the network namespace of a
+// running pod none of whose apps runs (a sandbox before its first
+// container or after its containers exited), loopback excluded: from
+// /proc/thread-self/net/dev of a thread inside the namespace (what
+// /proc/<pid>/net shows is the namespace of pid's main thread).
+func podNetDev(ps *PodStatus) ([]InterfaceStats, error) {
+	netns, release, err := podNetNS(&pod{uuid: ps.UUID, dir: ps.Dir})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the interface counters of pod %s: %w", ps.UUID, err)
+	}
+	defer release()
+	var b []byte
+	err = networking.InNetNS(netns, func() (err error) {
+		b, err = os.ReadFile("/proc/thread-self/net/dev")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the interface counters of pod %s: %w", ps.UUID, err)
+	}
+	return parseNetDev(b), nil
 }
 
 // parseNetDev parses a /proc/<pid>/net/dev file, loopback excluded.
@@ -215,9 +249,9 @@ func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) 
 		return nil, err
 	}
 	if r.stats == nil {
-		return readPodStats(ps)
+		return r.readPodStats(ps)
 	}
-	return r.stats.get(ps.UUID, func() (*AppStats, error) { return readPodStats(ps) })
+	return r.stats.get(ps.UUID, func() (*AppStats, error) { return r.readPodStats(ps) })
 }
 
 // statsCache keeps the stats of running pods and apps, refreshed every
@@ -306,7 +340,7 @@ func (r *Runtime) refreshStats(ctx context.Context) {
 		if ps.State != PodRunning || ctx.Err() != nil {
 			continue
 		}
-		if s, err := readPodStats(ps); err == nil {
+		if s, err := r.readPodStats(ps); err == nil {
 			batch[ps.UUID], seen[ps.UUID] = s, true
 		}
 		for _, a := range ps.Apps {
