@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // GC releases what pods that no longer exist still hold, for pods whose
@@ -16,10 +18,12 @@ import (
 // CNI DEL for their attachments in libcni's cache under the data dir,
 // removes the iptables rules tagged with them, their host-local reservations
 // (also those without a cache entry) and their use of the default network's
-// outbound NAT rule. exists reports whether a pod UUID still exists in any
-// state (prepare, prepared, run, exited-garbage, garbage); it is asked after
-// the resource was found, so a pod being set up right now is safe as long as
-// its directory exists before its Setup starts.
+// outbound NAT rule. It also removes the stale temporary files of atomic
+// writes of the network state (fileperm.RemoveStaleTemp). exists reports
+// whether a pod UUID still exists in any state (prepare, prepared, run,
+// exited-garbage, garbage); it is asked after the resource was found, so a
+// pod being set up right now is safe as long as its directory exists before
+// its Setup starts.
 func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	var errs []error
 	cni, _ := newDelCNI(cfg) // gcReservations below releases what a DEL left
@@ -52,6 +56,9 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 		errs = append(errs, err)
 	}
 	if err := gcMasquerade(ctx, cfg, exists); err != nil {
+		errs = append(errs, err)
+	}
+	if err := fileperm.RemoveStaleTemp(cfg.stateDir()); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

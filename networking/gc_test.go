@@ -96,3 +96,44 @@ func TestGCAfterPluginsUninstalled(t *testing.T) {
 		t.Errorf("GC of a pod torn down with its plugins uninstalled: %v; again: %v; left: %v", err1, err2, left)
 	}
 }
+
+// TestGCRemovesStaleWriteTemps: the temporary file of a write of the
+// network state cut off before its rename (SetDefaultSubnet killed) is
+// removed by GC once stale; a recent one, maybe still being written, and
+// the state itself are kept.
+func TestGCRemovesStaleWriteTemps(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), ConfDir: t.TempDir()}
+	if err := SetDefaultSubnet(cfg, "10.99.0.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(cfg.subnetFile())
+	stale := filepath.Join(dir, "."+subnetFile+".tmp2840184913")
+	fresh := filepath.Join(dir, "."+subnetFile+".tmp117325089")
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []struct {
+		path  string
+		mtime time.Time
+	}{{stale, old}, {fresh, time.Now()}} {
+		if err := os.WriteFile(f.path, []byte("10.98.0.0/24\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f.path, f.mtime, f.mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(cfg.subnetFile(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := GC(context.Background(), cfg, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(stale); err == nil {
+		t.Errorf("stale temporary file %s kept", stale)
+	}
+	if _, err := os.Lstat(fresh); err != nil {
+		t.Errorf("recent temporary file removed: %v", err)
+	}
+	if s, err := DefaultNetworkSubnet(cfg); err != nil || s != "10.99.0.0/24" {
+		t.Errorf("default subnet after GC: %q, %v", s, err)
+	}
+}

@@ -167,9 +167,9 @@ func checkArchivePath(archive string) error {
 // if a file took the name meanwhile) and its directory synced; not when
 // ctx ended meanwhile.
 func writeArchive(ctx context.Context, dir, archive string) error {
-	f, err := os.CreateTemp(filepath.Dir(archive), "."+filepath.Base(archive)+".tmp*")
+	f, err := fileperm.CreateTemp(archive)
 	if err != nil {
-		return fmt.Errorf("cannot create a temporary file for %q: %w", archive, err)
+		return err
 	}
 	defer func() {
 		f.Close()

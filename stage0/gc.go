@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rkt/rkt/networking"
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
 )
 
@@ -30,6 +31,9 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 	for _, p := range pods {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
+		}
+		if p.state != dirPrepare && p.state != dirGarbage { // those go whole
+			r.removeStaleTemp(p)
 		}
 		if p.state == dirRun {
 			r.removeStaleCheckpoints(p)
@@ -229,6 +233,25 @@ const newDirMinAge = 10 * time.Second
 // newDirMinAge).
 func (r *Runtime) removeStaleNewDirs() {
 	r.removeAbandoned(r.stateDir(dirPrepare), func(name string) bool { return strings.HasPrefix(name, newPodPrefix) })
+}
+
+// removeStaleTemp removes the stale temporary files of atomic writes
+// (fileperm.RemoveStaleTemp) that writers killed before their rename left
+// in the pod's directory and its apps' directories, which may be kept for
+// long after (a running pod, the kubelet's exited sandboxes).
+func (r *Runtime) removeStaleTemp(p *pod) {
+	dirs := []string{p.dir}
+	apps, _ := os.ReadDir(p.layout().AppsDir())
+	for _, a := range apps {
+		if a.IsDir() {
+			dirs = append(dirs, string(p.appDir(a.Name())))
+		}
+	}
+	for _, d := range dirs {
+		if err := fileperm.RemoveStaleTemp(d); err != nil {
+			r.log.Warn("gc: cannot remove stale temporary files", "pod", p.uuid, "error", err)
+		}
+	}
 }
 
 // removeAbandoned removes the entries of dir that match, are older than

@@ -181,3 +181,96 @@ func TestGCLeavesOwnedPods(t *testing.T) {
 		}
 	}
 }
+
+// TestGCRemovesStaleWriteTemps: the temporary files of atomic writes cut
+// off before their rename (a stage0 or stage1 killed while writing a pod
+// manifest or an app's status) in the directories of pods that stay,
+// running or prepared, and of their apps, are removed by the service's
+// GC (DebrisOnly) and by rkt gc once stale; recent ones, maybe still being
+// written, are kept, and the pods keep the age their directory's mtime
+// gives them (the GC's grace periods count from it).
+func TestGCRemovesStaleWriteTemps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts GCOptions
+	}{
+		{"service", GCOptions{DebrisOnly: true}},
+		{"rkt gc", GCOptions{GracePeriod: time.Hour, ExpirePrepared: 48 * time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newTestRuntime(t)
+			ctx := context.Background()
+			uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prepared := schema.PodDir(filepath.Join(rt.stateDir(dirPrepared), uuid))
+			running := schema.PodDir(filepath.Join(rt.stateDir(dirRun), "cccccccc-0000-4000-8000-000000000001"))
+			if err := os.MkdirAll(string(running.App("app")), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(running.Started(), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.TryExclusive(string(running), lock.Dir) // as its stage1 holds it
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			old := time.Now().Add(-time.Hour)
+			var stale, fresh []string
+			for _, p := range []schema.PodDir{prepared, running} {
+				app := p.App("app")
+				if p == prepared {
+					app = p.App("busybox")
+				}
+				for _, f := range []string{p.Manifest(), app.Status()} {
+					tmp := filepath.Join(filepath.Dir(f), "."+filepath.Base(f)+".tmp")
+					stale = append(stale, tmp+"2840184913")
+					fresh = append(fresh, tmp+"117325089")
+				}
+			}
+			for i := range stale {
+				for _, p := range []string{stale[i], fresh[i]} {
+					if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.Chtimes(stale[i], old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range []schema.PodDir{prepared, running} {
+				if err := os.Chtimes(string(p), old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := rt.GC(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for u, err := range res.Errors {
+				t.Errorf("pod %s: %v", u, err)
+			}
+			for _, p := range stale {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("stale temporary file %s kept", p)
+				}
+			}
+			for _, p := range fresh {
+				if _, err := os.Lstat(p); err != nil {
+					t.Errorf("recent temporary file removed: %v", err)
+				}
+			}
+			for _, p := range []schema.PodDir{prepared, running} {
+				fi, err := os.Stat(string(p))
+				if err != nil {
+					t.Fatalf("pod %s removed: %v", p, err)
+				}
+				if !fi.ModTime().Equal(old) {
+					t.Errorf("pod %s dated %v, was %v", p, fi.ModTime(), old)
+				}
+			}
+		})
+	}
+}

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // GCResult says what GC removed.
@@ -71,7 +74,11 @@ func (s *Store) referenced() (blobs, trees map[string]bool, err error) {
 
 // underSweepLock runs fn holding the sweep lock; while a fetch runs
 // anywhere it only cleans temporary files and sets res.SweepDeferred.
-func (s *Store) underSweepLock(res *GCResult, fn func() error) error {
+// Either way it then removes the stale temporary files that atomic writes
+// killed before their rename left in the store's root (the rkt 1.x
+// import's record; no fetch writes there).
+func (s *Store) underSweepLock(res *GCResult, fn func() error) (err error) {
+	defer func() { err = errors.Join(err, fileperm.RemoveStaleTemp(s.dir)) }()
 	sweep, err := s.trySweepLock()
 	if err != nil {
 		return err

@@ -209,9 +209,9 @@ func replaceFile(path string, data []byte, c Class, durable bool) error {
 // writeTemp writes data to a new temporary file beside path, with class c,
 // synced if durable, and returns its name.
 func writeTemp(path string, data []byte, c Class, durable bool) (_ string, retErr error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := CreateTemp(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot create a temporary file for %q: %w", path, err)
+		return "", err
 	}
 	defer func() {
 		if retErr != nil {
