@@ -46,6 +46,7 @@ var codeSentinels = []struct {
 	{store.ErrImageInUse, codes.FailedPrecondition},
 	{store.ErrTooManyRedirects, codes.FailedPrecondition}, // the registry, not the request, is at fault
 	{store.ErrTooLarge, codes.FailedPrecondition},
+	{store.ErrIndexTooDeep, codes.FailedPrecondition},
 	{store.ErrContentMismatch, codes.FailedPrecondition},
 	{store.ErrNonPublicAddress, codes.FailedPrecondition},
 	{store.ErrRegistryStalled, codes.Unavailable}, // worth a retry

@@ -33,6 +33,7 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("%w: %w", stage0.ErrInvalid, fmt.Errorf("libcontainer refuses: %w", control.ErrInvalid)), codes.InvalidArgument},
 		{fmt.Errorf("exec: %w", syscall.E2BIG), codes.InvalidArgument},
 		{fmt.Errorf("cannot fetch invalid.example/x:1: invalid.example: %w", store.ErrRegistryBlocked), codes.FailedPrecondition},
+		{fmt.Errorf("cannot fetch invalid.example/x:1: invalid.example: %w", store.ErrIndexTooDeep), codes.FailedPrecondition},
 	}
 	for _, tc := range tests {
 		st, _ := status.FromError(toStatus(tc.err))

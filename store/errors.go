@@ -31,6 +31,9 @@ var (
 	// ErrRegistryBlocked: the configuration has no mirror of the image's
 	// registry and keeps the registry itself from being contacted.
 	ErrRegistryBlocked = errors.New(`registry blocked by the configuration (no mirror, "upstream": false)`)
+	// ErrIndexTooDeep: an image index nests indexes deeper than an image
+	// may be (maxIndexDepth).
+	ErrIndexTooDeep = errors.New("image indexes nested too deep")
 	// ErrNonPublicAddress: a fetch from a public registry was led (by a
 	// redirect, token realm or foreign layer URL) to a loopback, private,
 	// link-local or other non-public address.

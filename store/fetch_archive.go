@@ -39,7 +39,7 @@ func (s *Store) fetchOCIArchive(ctx context.Context, spec string, opts FetchOpti
 	if err := extractLayoutArchive(path, dir); err != nil {
 		return nil, err
 	}
-	return s.importLayout(ctx, dir, tag, opts)
+	return s.importLayout(ctx, "oci-archive:"+spec, dir, tag, opts)
 }
 
 // splitTag splits "PATH:tag" when PATH alone is not what exists says is
@@ -61,17 +61,19 @@ func (s *Store) fetchOCILayout(ctx context.Context, spec string, opts FetchOptio
 		_, err := os.Stat(filepath.Join(p, "index.json"))
 		return err == nil
 	})
-	return s.importLayout(ctx, dir, tag, opts)
+	return s.importLayout(ctx, "oci:"+spec, dir, tag, opts)
 }
 
-func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOptions) (*Image, error) {
+// importLayout imports an image of the OCI layout in dir; src is what the
+// caller named (oci:DIR[:tag], oci-archive:PATH[:tag]), for errors.
+func (s *Store) importLayout(ctx context.Context, src, dir, tag string, opts FetchOptions) (*Image, error) {
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read OCI layout %q: %w", dir, err)
+		return nil, fmt.Errorf("cannot read OCI layout %q: %w", src, err)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read index of OCI layout %q: %w", dir, err)
+		return nil, fmt.Errorf("cannot read index of OCI layout %q: %w", src, err)
 	}
 	var chosen []v1.Descriptor
 	var refNames []string
@@ -87,14 +89,14 @@ func (s *Store) importLayout(ctx context.Context, dir, tag string, opts FetchOpt
 	}
 	if len(chosen) != 1 {
 		if tag != "" && len(chosen) == 0 {
-			return nil, fmt.Errorf("OCI layout %q has no image tagged %q (it has %q)", dir, tag, refNames)
+			return nil, fmt.Errorf("OCI layout %q has no image tagged %q (it has %q)", src, tag, refNames)
 		}
-		return nil, fmt.Errorf("OCI layout %q holds %d images (%q): name one as oci:DIR:tag", dir, len(chosen), refNames)
+		return nil, fmt.Errorf("OCI layout %q holds %d images (%q): name one as oci:DIR:tag", src, len(chosen), refNames)
 	}
 	d := chosen[0]
 	img, err := layoutImage(idx, d, platform(opts))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read image from OCI layout %q: %w", dir, err)
+		return nil, fmt.Errorf("cannot read image from OCI layout %q: %w", src, err)
 	}
 	var candidates []string
 	if n := d.Annotations[annotationContainerdName]; n != "" {
@@ -124,26 +126,21 @@ func forPlatform(ds []v1.Descriptor, p v1.Platform) []v1.Descriptor {
 	return out
 }
 
-// layoutImage returns the image a layout descriptor points at, picking this
-// platform's image from a nested index.
+// layoutImage returns the image a layout descriptor points at: an image
+// index is resolved to p's image by resolveIndex, as a registry's is.
 func layoutImage(idx v1.ImageIndex, d v1.Descriptor, p v1.Platform) (v1.Image, error) {
 	if !d.MediaType.IsIndex() {
-		return idx.Image(d.Digest)
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read image %s: %w", d.Digest, err)
+		}
+		return img, nil
 	}
 	child, err := idx.ImageIndex(d.Digest)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot read image index %s: %w", d.Digest, err)
 	}
-	cm, err := child.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	for _, cd := range cm.Manifests {
-		if cd.MediaType.IsImage() && (cd.Platform == nil || cd.Platform.Satisfies(p)) {
-			return child.Image(cd.Digest)
-		}
-	}
-	return nil, fmt.Errorf("no image for platform %s in index %s", p, d.Digest)
+	return resolveIndex(child, p)
 }
 
 func normalizeNames(in []string) ([]string, error) {

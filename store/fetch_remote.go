@@ -108,18 +108,33 @@ func (s *Store) fetchFrom(ctx context.Context, r Reference, ep endpoint, idle ti
 			return nil, err
 		}
 	}
-	img, err := desc.Image() // resolves an index to this platform's image
+	img, err := remoteImage(desc, platform(opts))
 	if err != nil {
-		if desc.MediaType.IsIndex() {
-			return nil, noPlatformError(desc, platform(opts), err)
-		}
-		return nil, fmt.Errorf("cannot resolve image manifest: %w", err)
+		return nil, err
 	}
 	var names []string
 	if t := recordedTag(r); t != "" {
 		names = append(names, t)
 	}
 	return s.importImage(ctx, img, names, []string{repoDigest}, opts)
+}
+
+// remoteImage returns the image desc describes: an image index is resolved
+// to p's image by resolveIndex (never by Descriptor.Image, which follows
+// nested indexes without bound).
+func remoteImage(desc *remote.Descriptor, p v1.Platform) (v1.Image, error) {
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, fmt.Errorf("cannot resolve image manifest %s: %w", desc.Digest, err)
+		}
+		return img, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read image index %s: %w", desc.Digest, err)
+	}
+	return resolveIndex(idx, p)
 }
 
 // recordedTag is the name:tag a fetch of r records: none when r has a

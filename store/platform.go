@@ -4,33 +4,102 @@ import (
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// noPlatformError explains why an image index could not be resolved to
-// an image: when none of its images is for want, it lists their platforms.
-func noPlatformError(desc *remote.Descriptor, want v1.Platform, err error) error {
-	idx, ierr := desc.ImageIndex()
-	if ierr != nil {
-		return fmt.Errorf("cannot resolve image index %s: %w", desc.Digest, err)
+// maxIndexDepth is how many image indexes deep an image may be, the one a
+// reference names included: an index of per-OS indexes of images is
+// legitimate; a deeper chain only makes a pull fetch manifest after
+// manifest (go-containerregistry's Descriptor.Image follows any depth).
+const maxIndexDepth = 4
+
+// untaggedPlatform is the platform of an image an index lists without one,
+// as go-containerregistry, which rkt's pulls used first, takes it.
+var untaggedPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}
+
+// resolveIndex returns platform p's image in the image index idx, from a
+// registry or an archive: the first child for p (see isFor) if it is an
+// image, else the image so found in that child index, at most
+// maxIndexDepth indexes deep.
+func resolveIndex(idx v1.ImageIndex, p v1.Platform) (v1.Image, error) {
+	top, err := idx.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read image index: %w", err)
 	}
-	im, ierr := idx.IndexManifest()
-	if ierr != nil {
-		return fmt.Errorf("cannot resolve image index %s: %w", desc.Digest, err)
+	digest := top
+	for depth := 1; ; depth++ {
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read image index %s: %w", digest, err)
+		}
+		d, ok := childFor(im, p)
+		if !ok {
+			return nil, noPlatformError(digest, im, p)
+		}
+		// Image and ImageIndex take the first child with d's digest,
+		// which may claim another media type: go by the one they take (a
+		// remote index's Image of an index would follow it without bound).
+		d = firstByDigest(im, d.Digest)
+		if !d.MediaType.IsIndex() {
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read image %s of image index %s: %w", d.Digest, digest, err)
+			}
+			return img, nil
+		}
+		if depth == maxIndexDepth {
+			return nil, fmt.Errorf("cannot resolve image index %s for %s: its index %s is nested %d deep (at most %d): %w",
+				top, p, d.Digest, depth+1, maxIndexDepth, ErrIndexTooDeep)
+		}
+		if idx, err = idx.ImageIndex(d.Digest); err != nil {
+			return nil, fmt.Errorf("cannot read image index %s of image index %s: %w", d.Digest, digest, err)
+		}
+		digest = d.Digest
 	}
+}
+
+// childFor returns the first child of an index that is for p.
+func childFor(im *v1.IndexManifest, p v1.Platform) (v1.Descriptor, bool) {
+	for _, d := range im.Manifests {
+		if isFor(d, p) {
+			return d, true
+		}
+	}
+	return v1.Descriptor{}, false
+}
+
+// firstByDigest returns the first child of an index with digest h.
+func firstByDigest(im *v1.IndexManifest, h v1.Hash) v1.Descriptor {
+	for _, d := range im.Manifests {
+		if d.Digest == h {
+			return d
+		}
+	}
+	return v1.Descriptor{Digest: h}
+}
+
+// isFor reports whether an index's child d is for p: an image whose
+// platform (untaggedPlatform if none) satisfies p, or an index whose
+// platform, if it has one, does (without, it may hold images of several).
+func isFor(d v1.Descriptor, p v1.Platform) bool {
+	if d.Platform != nil {
+		return d.Platform.Satisfies(p)
+	}
+	return d.MediaType.IsIndex() || untaggedPlatform.Satisfies(p)
+}
+
+// noPlatformError says that the image index digest (its manifest im) has
+// no image for want, and lists the platforms it has.
+func noPlatformError(digest v1.Hash, im *v1.IndexManifest, want v1.Platform) error {
 	var have []string
 	for _, m := range im.Manifests {
 		if m.Platform == nil {
 			have = append(have, "(unspecified)")
 			continue
 		}
-		if m.Platform.Satisfies(want) {
-			return fmt.Errorf("cannot resolve image index %s for %s: %w", desc.Digest, want, err)
-		}
 		have = append(have, m.Platform.String())
 	}
 	if len(have) == 0 {
 		have = []string{"none"}
 	}
-	return &NoPlatformError{Index: desc.Digest.String(), Want: want.String(), Have: have}
+	return &NoPlatformError{Index: digest.String(), Want: want.String(), Have: have}
 }

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -103,6 +107,14 @@ func hostileCases(t *testing.T) []hostileCase {
 				testutil.PlatformImage{OS: "linux", Architecture: "s390x", Image: img},
 				testutil.PlatformImage{OS: "windows", Architecture: "amd64", Image: img})
 			return reg.PushIndex(t, "hostile/no-matching-platform:1", idx)
+		}},
+		{"index-chain", "nested too deep", func(t *testing.T, reg *testutil.Registry, _ chan struct{}) string {
+			// 50 indexes, each the only child of the next, above the image
+			idx := testutil.Index(t, testutil.PlatformImage{OS: "linux", Architecture: runtime.GOARCH, Image: img})
+			for i := 0; i < 50; i++ {
+				idx = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: idx})
+			}
+			return reg.PushIndex(t, "hostile/index-chain:1", idx)
 		}},
 	}
 }
