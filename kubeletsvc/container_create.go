@@ -18,7 +18,7 @@ import (
 // sources on the host) and only then acts: creates missing mount sources,
 // resolves images and adds the app, undoing what it did on failure.
 func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
-	id, err := c.createContainer(ctx, r, nil)
+	id, _, err := c.createContainer(ctx, r, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -27,70 +27,73 @@ func (c *criService) CreateContainer(ctx context.Context, r *runtimeapi.CreateCo
 
 // createContainer is CreateContainer; with restore set, the container is
 // one of a pod checkpoint (RestorePod): its image must be the checkpointed
-// app's, and its start restores that app's process.
-func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest, restore *restoreSource) (string, error) {
+// app's, its process the dumped one (checkRestored), and its start
+// restores that process. With the new container's ID it returns an undo
+// that removes the mount sources it created on the host, for a caller
+// that removes the container again (a RestorePod refused later).
+func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest, restore *restoreSource) (string, func(), error) {
 	cfg := r.GetConfig()
 	md := cfg.GetMetadata()
 	if md.GetName() == "" {
-		return "", invalidf("container config: metadata.name is empty")
+		return "", nil, invalidf("container config: metadata.name is empty")
 	}
 	s, err := c.getSandbox(ctx, r.GetPodSandboxId())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	image := cfg.GetImage().GetImage()
 	if restore == nil && isArchivePath(image) {
 		cc, err := c.rt.OpenContainerArchive(s.ID(), image)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		return c.createFromCheckpoint(ctx, s, r, cc)
 	}
 	plan, err := translateContainer(s.cfg, cfg)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	key := containerKey(s.ID(), md)
 	img, err := c.store.ResolveImage(image)
 	if err != nil {
-		return "", fmt.Errorf("cannot create container %q: image %q: %w", key, image, err)
+		return "", nil, fmt.Errorf("cannot create container %q: image %q: %w", key, image, err)
 	}
 	if restore == nil && mayBeCheckpointImage(img) {
 		// its layer is read until the restored app is added
 		hold, err := c.store.Hold(ctx)
 		if err != nil {
-			return "", fmt.Errorf("cannot create container %q: %w", key, err)
+			return "", nil, fmt.Errorf("cannot create container %q: %w", key, err)
 		}
 		defer hold.Close()
 		cc, err := c.checkpointImage(ctx, img)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if cc != nil {
 			return c.createFromCheckpoint(ctx, s, r, cc)
 		}
 	}
 	if !s.ready() {
-		return "", fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
+		return "", nil, fmt.Errorf("%w: pod sandbox %s is not ready", errFailedPrecondition, s.ID())
 	}
 	missing, err := checkMountSources(ctx, plan.opts.Mounts)
 	if err != nil {
-		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
+		return "", nil, fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	if err := checkDevices(ctx, plan.opts.Devices); err != nil {
-		return "", fmt.Errorf("container %q: %w", md.GetName(), err)
+		return "", nil, fmt.Errorf("container %q: %w", md.GetName(), err)
 	}
 	id, err := newContainerID(s.ID())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	done, err := c.reserve(ctx, c.containerNames, key, id, c.containerGone)
 	if err != nil {
 		var er *registrar.ErrReserved
 		if errors.As(err, &er) {
-			return "", fmt.Errorf("%w: container name %q is already used by container %s", errAlreadyExists, key, er.Owner)
+			return "", nil, fmt.Errorf("%w: container name %q is already used by container %s", errAlreadyExists, key, er.Owner)
 		}
-		return "", err
+		return "", nil, err
 	}
 	created := false
 	defer func() {
@@ -102,24 +105,38 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 
 	if restore != nil && img.ID != restore.imageID {
 		// refused before any mount source is created on the host
-		return "", fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
+		return "", nil, fmt.Errorf("%w: container %q: image %s is not the checkpointed %s", errFailedPrecondition, key, img.ID, restore.imageID)
 	}
 	opts, err := c.completeAppOptions(ctx, s, cfg, plan, img, id)
 	if err != nil {
-		return "", fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", nil, fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	undo, err := createMountSources(missing)
 	if err != nil {
-		return "", fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", nil, fmt.Errorf("cannot create container %q: %w", key, err)
 	}
 	if restore != nil {
 		opts.RestoreFrom = &restore.files
 	} else {
 		opts.Prestart = true // StartContainer follows
 	}
-	if err := c.addApp(ctx, s, opts, id); err != nil {
+	app, err := c.addApp(ctx, s, opts, id)
+	if err != nil {
 		undo()
-		return "", fmt.Errorf("cannot create container %q: %w", key, err)
+		return "", nil, fmt.Errorf("cannot create container %q: %w", key, err)
+	}
+	if restore != nil {
+		// what the dumped process needs is known only from the app's spec
+		if err := c.checkRestored(s.ID(), app, md.GetName(), restore.want); err != nil {
+			if rerr := c.rt.RemoveApp(context.WithoutCancel(ctx), s.ID(), app); rerr != nil && !isNotFound(rerr) {
+				// it is listed: its name and mount sources stay with it
+				c.log.Warn("cannot remove the app of a refused restore", "pod", s.ID(), "app", app, "error", rerr)
+				created = true
+			} else {
+				undo()
+			}
+			return "", nil, err
+		}
 	}
 	created = true
 	if c.events.subscribers() > 0 { // reading the container back costs as much as its config is big
@@ -127,18 +144,18 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 			c.emit(ct, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 		}
 	}
-	return id, nil
+	return id, undo, nil
 }
 
 // addApp adds the app, under a disambiguated name if the sanitized one is
-// taken.
-func (c *criService) addApp(ctx context.Context, s *sandbox, opts stage0.AppOptions, id string) error {
+// taken, and returns the name it got.
+func (c *criService) addApp(ctx context.Context, s *sandbox, opts stage0.AppOptions, id string) (string, error) {
 	_, err := c.rt.AddApp(ctx, s.ID(), opts)
 	if errors.Is(err, stage0.ErrAppExists) {
 		opts.Name += "-" + id[32:40]
 		_, err = c.rt.AddApp(ctx, s.ID(), opts)
 	}
-	return err
+	return opts.Name, err
 }
 
 // completeAppOptions fills in what translateContainer leaves: the image,

@@ -51,37 +51,29 @@ func (c *criService) checkpointImage(ctx context.Context, img *store.Image) (*st
 // checkpointed container's (the dumped process's); everything else,
 // security context included, is the request's: a checkpoint (a pulled
 // image, say) grants itself nothing. The user and PID namespace the
-// request leads to must be the dumped process's (checkRestored).
-func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *runtimeapi.CreateContainerRequest, cc *stage0.ContainerCheckpoint) (string, error) {
+// request leads to must be the dumped process's (checkRestored). It
+// returns what createContainer does.
+func (c *criService) createFromCheckpoint(ctx context.Context, s *sandbox, r *runtimeapi.CreateContainerRequest, cc *stage0.ContainerCheckpoint) (string, func(), error) {
 	defer cc.Close()
 	app := cc.Manifest.Pod.Apps[0]
 	orig, err := containerConfigOf(app.Annotations)
 	if err != nil || orig == nil {
-		return "", invalidf("checkpoint of %q is not a CRI container's (%v)", app.Name, err)
+		return "", nil, invalidf("checkpoint of %q is not a CRI container's (%v)", app.Name, err)
 	}
 	if app.TTY {
-		return "", fmt.Errorf("%w: checkpoint of %q: containers with a terminal cannot be restored", errFailedPrecondition, app.Name)
+		return "", nil, fmt.Errorf("%w: checkpoint of %q: containers with a terminal cannot be restored", errFailedPrecondition, app.Name)
 	}
 	want := cc.App()
 	if want.PIDNamespace == "new" && (s.pod.Manifest == nil || s.pod.Manifest.SharedPID != cc.Manifest.Pod.SharedPID) {
-		return "", fmt.Errorf("%w: checkpoint of %q: the sandbox's PID namespace mode is not the checkpointed pod's", errFailedPrecondition, app.Name)
+		return "", nil, fmt.Errorf("%w: checkpoint of %q: the sandbox's PID namespace mode is not the checkpointed pod's", errFailedPrecondition, app.Name)
 	}
 	cfg := restoredConfig(orig, r.GetConfig(), app.Image.ID)
 	req := &runtimeapi.CreateContainerRequest{PodSandboxId: s.ID(), Config: cfg, SandboxConfig: r.GetSandboxConfig()}
-	id, err := c.createContainer(ctx, req, &restoreSource{files: cc.Files, imageID: app.Image.ID})
+	id, undo, err := c.createContainer(ctx, req, &restoreSource{files: cc.Files, imageID: app.Image.ID, want: want})
 	if errors.Is(err, store.ErrImageNotFound) {
-		return "", fmt.Errorf("%w: the image of the checkpointed container, %s (%s), is not on this node: %v", errFailedPrecondition, app.Image.Name, app.Image.ID, err)
+		return "", nil, fmt.Errorf("%w: the image of the checkpointed container, %s (%s), is not on this node: %v", errFailedPrecondition, app.Image.Name, app.Image.ID, err)
 	}
-	if err != nil {
-		return "", err
-	}
-	if err := c.checkRestored(ctx, id, cfg.GetMetadata().GetName(), want); err != nil {
-		if _, rerr := c.RemoveContainer(context.WithoutCancel(ctx), &runtimeapi.RemoveContainerRequest{ContainerId: id}); rerr != nil {
-			c.log.Warn("cannot remove the container of a refused restore", "container", id, "error", rerr)
-		}
-		return "", err
-	}
-	return id, nil
+	return id, undo, err
 }
 
 // restoredConfig is the request's config running the checkpointed

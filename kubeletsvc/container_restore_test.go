@@ -200,3 +200,38 @@ func TestRestoredConfig(t *testing.T) {
 		t.Errorf("orig (shared, read-only) was changed: %v", orig)
 	}
 }
+
+// TestCreateContainerRestoreRefusedLeavesNothing: a CreateContainer from a
+// checkpoint that is refused once its container was created (the
+// checkpointed process is not the one the request leads to) leaves
+// nothing: no container, no app, its name free, and no mount source it
+// created on the host.
+func TestCreateContainerRestoreRefusedLeavesNothing(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	e.rt.archives = map[string]string{
+		"/ckpt/other-command.tar": writeContainerCheckpoint(t, e, orig, func(cm *stage0.CheckpointManifest) {
+			cm.Apps[0].Args = []string{"/bin/other"}
+		}),
+	}
+	pod := e.runPod(t, "restored")
+	made := filepath.Join(t.TempDir(), "made")
+	cfg := containerConfig("restored", "/ckpt/other-command.tar")
+	cfg.Mounts = []*runtimeapi.Mount{{HostPath: filepath.Join(made, "by", "restore"), ContainerPath: "/data"}}
+	_, err := e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: pod, Config: cfg, SandboxConfig: sandboxConfig("restored")})
+	wantCode(t, "CreateContainer from a checkpoint of another command", err, codes.FailedPrecondition)
+	if _, err := os.Lstat(made); err == nil {
+		t.Errorf("the refused restore left the mount source directories it created (%s)", made)
+	}
+	ps, err := e.rt.Status(e.ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.Apps) != 0 {
+		t.Errorf("the refused restore left apps in pod %s: %v", pod, ps.Apps)
+	}
+	if owner, held := e.svc.containerNames.Owner(containerKey(pod, cfg.GetMetadata())); held {
+		t.Errorf("the refused restore left its name reserved for %s", owner)
+	}
+}

@@ -16,6 +16,7 @@ import (
 type restoreSource struct {
 	files   stage0.CheckpointFiles
 	imageID string
+	want    stage0.CheckpointedApp // the dumped process
 }
 
 // RestorePod creates a sandbox from the request's config and, for every
@@ -58,7 +59,6 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 		return nil, err
 	}
 	srcs := map[string]*restoreSource{}
-	apps := map[string]stage0.CheckpointedApp{}
 	for i, a := range cm.Pod.Apps {
 		ccfg, err := containerConfigOf(a.Annotations)
 		if err != nil || ccfg == nil {
@@ -71,8 +71,7 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 		if a.TTY || byName[n].GetTty() {
 			return nil, fmt.Errorf("%w: container %q: containers with a terminal cannot be restored", errFailedPrecondition, n)
 		}
-		srcs[n] = &restoreSource{files: cm.Files(path, a.Name), imageID: a.Image.ID}
-		apps[n] = cm.Apps[i]
+		srcs[n] = &restoreSource{files: cm.Files(path, a.Name), imageID: a.Image.ID, want: cm.Apps[i]}
 	}
 	if len(srcs) != len(byName) {
 		return nil, invalidf("the request has %d containers, checkpoint %q %d: names must match", len(byName), path, len(srcs))
@@ -85,15 +84,21 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 		return nil, err
 	}
 	id := rp.GetPodSandboxId()
+	var undos []func() // of the containers created, in order
 	defer func() {
-		if retErr != nil {
-			cctx := context.WithoutCancel(ctx)
-			if _, err := c.StopPodSandbox(cctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
-				c.log.Warn("cannot stop the sandbox of a failed restore", "sandbox", id, "error", err)
-			}
-			if _, err := c.RemovePodSandbox(cctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-				c.log.Warn("cannot remove the sandbox of a failed restore", "sandbox", id, "error", err)
-			}
+		if retErr == nil {
+			return
+		}
+		cctx := context.WithoutCancel(ctx)
+		if _, err := c.StopPodSandbox(cctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+			c.log.Warn("cannot stop the sandbox of a failed restore", "sandbox", id, "error", err)
+		}
+		if _, err := c.RemovePodSandbox(cctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+			c.log.Warn("cannot remove the sandbox of a failed restore; the mount sources its containers bind are kept", "sandbox", id, "error", err)
+			return
+		}
+		for _, undo := range slices.Backward(undos) { // a later container's sources may be in an earlier one's
+			undo()
 		}
 	}()
 	if ps, err := c.rt.Status(ctx, id); err != nil {
@@ -104,29 +109,24 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 	resp := &runtimeapi.RestorePodResponse{PodSandboxId: id}
 	for _, cfg := range cfgs {
 		n := cfg.GetMetadata().GetName()
-		cid, err := c.createContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: id, Config: cfg, SandboxConfig: r.GetConfig()}, srcs[n])
+		cid, undo, err := c.createContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: id, Config: cfg, SandboxConfig: r.GetConfig()}, srcs[n])
 		if err != nil {
 			return nil, err
 		}
+		undos = append(undos, undo)
 		resp.RestoredContainers = append(resp.RestoredContainers, &runtimeapi.RestoredContainer{Name: n, ContainerId: cid})
-		if err := c.checkRestored(ctx, cid, n, apps[n]); err != nil {
-			return nil, err
-		}
 	}
 	return resp, nil
 }
 
-// checkRestored checks that the container cid (named n in the request),
-// created to restore the checkpointed app want, runs the dumped process: its
-// PID namespace mode, command, working directory and user.
-func (c *criService) checkRestored(ctx context.Context, cid, n string, want stage0.CheckpointedApp) error {
-	ct, err := c.getContainer(ctx, cid)
+// checkRestored checks that the app of pod uuid, added as the container
+// named n in the request to restore the checkpointed app want, runs the
+// dumped process: its PID namespace mode, command, working directory and
+// user.
+func (c *criService) checkRestored(uuid, app, n string, want stage0.CheckpointedApp) error {
+	spec, err := c.rt.AppSpec(uuid, app)
 	if err != nil {
-		return err
-	}
-	spec, err := c.rt.AppSpec(ct.sb.ID(), ct.app.App.Name)
-	if err != nil {
-		return err
+		return fmt.Errorf("cannot read the spec of container %q: %w", n, err)
 	}
 	if got := stage0.PIDNamespaceOf(spec); got != want.PIDNamespace {
 		return fmt.Errorf("%w: container %q: its PID namespace (%s) is not the checkpointed process's (%s)", errFailedPrecondition, n, got, want.PIDNamespace)

@@ -162,3 +162,45 @@ func TestRestorePodImageMismatchLeavesNoMountSource(t *testing.T) {
 		t.Errorf("the refused restore left the mount source directories it created (%s)", filepath.Dir(filepath.Dir(src)))
 	}
 }
+
+// TestRestorePodRefusedLeavesNoMountSource: a RestorePod refused once
+// containers were created (the second container's command is not the
+// checkpointed process's) removes the mount sources it created on the host
+// for every container, the ones created before the refusal too.
+func TestRestorePodRefusedLeavesNoMountSource(t *testing.T) {
+	e := newTestEnv(t)
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	e.startContainer(t, orig, "b")
+	ps, err := e.rt.Status(e.ctx, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := stage0.CheckpointManifest{Version: stage0.PodCheckpointVersion, Pod: schema.PodManifest{UUID: orig}}
+	for _, a := range ps.Apps {
+		cm.Pod.Apps = append(cm.Pod.Apps, a.App)
+		ca := stage0.CheckpointedApp{Name: a.Name, PIDNamespace: "host"}
+		if ContainerName(a.App.Annotations) == "b" {
+			ca.Args = []string{"/bin/other"}
+		}
+		cm.Apps = append(cm.Apps, ca)
+	}
+	ckpt := writeCheckpointDir(t, &cm)
+	tmp := t.TempDir()
+	var cfgs []*runtimeapi.ContainerConfig
+	for _, n := range []string{"a", "b"} {
+		cfg := containerConfig(n, "busybox")
+		cfg.Mounts = []*runtimeapi.Mount{{HostPath: filepath.Join(tmp, n, "made", "by", "restore"), ContainerPath: "/data"}}
+		cfgs = append(cfgs, cfg)
+	}
+	_, err = e.rs.RestorePod(e.ctx, &runtimeapi.RestorePodRequest{CheckpointPath: ckpt, Config: sandboxConfig("restored"), ContainerConfigs: cfgs})
+	wantCode(t, "RestorePod of another command", err, codes.FailedPrecondition)
+	for _, n := range []string{"a", "b"} {
+		if _, err := os.Lstat(filepath.Join(tmp, n)); err == nil {
+			t.Errorf("the refused restore left the mount source directories it created for container %s (%s)", n, filepath.Join(tmp, n))
+		}
+	}
+	if owner, held := e.svc.sandboxNames.Owner(sandboxKey(sandboxConfig("restored").GetMetadata())); held {
+		t.Errorf("the refused restore left its sandbox name reserved for %s", owner)
+	}
+}

@@ -225,6 +225,13 @@ func TestCRICheckpointPod(t *testing.T) {
 		return len(l.Items)
 	}
 	nSandboxes := sandboxes()
+	// another command, with mount sources to create: its first container
+	// is created, then refused, and what it made on the host goes with it
+	made := filepath.Join(t.TempDir(), "made")
+	otherCmd := cfgs("sleep", "1000")
+	for _, cfg := range otherCmd {
+		cfg.Mounts = []*runtimeapi.Mount{{HostPath: filepath.Join(made, cfg.Metadata.Name), ContainerPath: "/data"}}
+	}
 	badRestores := []struct {
 		what string
 		req  *runtimeapi.RestorePodRequest
@@ -236,7 +243,7 @@ func TestCRICheckpointPod(t *testing.T) {
 		{"an unknown handler", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good, RuntimeHandler: "nosuch"}, codes.InvalidArgument},
 		{"a missing container", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: good[:1]}, codes.InvalidArgument},
 		{"a name twice", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: []*runtimeapi.ContainerConfig{good[0], good[0]}}, codes.InvalidArgument},
-		{"another command", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: cfgs("sleep", "1000")}, codes.FailedPrecondition},
+		{"another command", &runtimeapi.RestorePodRequest{CheckpointPath: out, Config: pc2, ContainerConfigs: otherCmd}, codes.FailedPrecondition},
 	}
 	for _, tc := range badRestores {
 		_, err := c.RestorePod(ctx, tc.req)
@@ -246,6 +253,9 @@ func TestCRICheckpointPod(t *testing.T) {
 		if n := sandboxes(); n != nSandboxes {
 			t.Fatalf("RestorePod with %s left a sandbox: %d, want %d", tc.what, n, nSandboxes)
 		}
+	}
+	if _, err := os.Lstat(made); err == nil {
+		t.Errorf("the refused RestorePod left the mount sources it created (%s)", made)
 	}
 	floor := map[string]int{"one": lastCount("one"), "two": lastCount("two")}
 	t0 = time.Now()
