@@ -15,7 +15,7 @@ func (c *criService) ListContainers(ctx context.Context, r *runtimeapi.ListConta
 		if err != nil {
 			return nil, err
 		}
-		return snap.containersResponse(c)
+		return snap.containersResponse(c), nil
 	}
 	items, err := c.containersMatching(ctx, r.GetFilter())
 	if err != nil {
@@ -46,17 +46,13 @@ func (c *criService) filteredContainers(ctx context.Context, f *runtimeapi.Conta
 			}
 			return nil, err
 		}
-		if ctrs, err = s.containers(); err != nil {
-			return nil, err
-		}
+		ctrs = s.containers()
 	} else {
 		snap, err := c.snapshot(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if ctrs, err = snap.allContainers(); err != nil {
-			return nil, err
-		}
+		ctrs = snap.allContainers()
 	}
 	var out []*container
 	for _, ct := range ctrs {
@@ -80,7 +76,7 @@ func (c *criService) containersMatching(ctx context.Context, f *runtimeapi.Conta
 		if err != nil {
 			return nil, err
 		}
-		return snap.containerItems(c)
+		return snap.containerItems(c), nil
 	}
 	ctrs, err := c.filteredContainers(ctx, f)
 	if err != nil {

@@ -45,3 +45,53 @@ func TestListContainers(t *testing.T) {
 		}
 	}
 }
+
+// TestListsBesideUnreadableContainer: a container whose CRI config cannot
+// be decoded is left out of lists, as stage0 leaves out a pod it cannot
+// read; its siblings and every other container are listed, and the
+// sandbox's status and stats are answered. It failed every
+// ListContainers of the node (the kubelet's relist: PLEG unhealthy, the
+// node NotReady) and every call that reads its sandbox's containers.
+func TestListsBesideUnreadableContainer(t *testing.T) {
+	e := newTestEnv(t)
+	pod, other := e.runPod(t, "web"), e.runPod(t, "other")
+	good := e.startContainer(t, pod, "good")
+	e.breakConfig(pod, e.startContainer(t, pod, "bad"))
+	elsewhere := e.startContainer(t, other, "x")
+	ids := func(l []*runtimeapi.Container) (out []string) {
+		for _, c := range l {
+			out = append(out, c.Id)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		what string
+		f    *runtimeapi.ContainerFilter
+		want []string
+	}{
+		{"every container", nil, []string{good, elsewhere}},
+		{"the sandbox's", &runtimeapi.ContainerFilter{PodSandboxId: pod}, []string{good}},
+		{"another sandbox's, by label", &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"ctr": "x"}}, []string{elsewhere}},
+	} {
+		r, err := e.rs.ListContainers(e.ctx, &runtimeapi.ListContainersRequest{Filter: tc.f})
+		if err != nil {
+			t.Errorf("ListContainers of %s: %v", tc.what, err)
+			continue
+		}
+		if got := ids(r.Containers); !sameIDs(got, tc.want) {
+			t.Errorf("ListContainers of %s: %v, want %v", tc.what, got, tc.want)
+		}
+	}
+	st, err := e.rs.PodSandboxStatus(e.ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: pod})
+	if err != nil {
+		t.Errorf("PodSandboxStatus: %v", err)
+	} else if n := len(st.ContainersStatuses); n != 1 || st.ContainersStatuses[0].Id != good {
+		t.Errorf("PodSandboxStatus has %d container statuses, want the readable one's", n)
+	}
+	if _, err := e.rs.ListPodSandboxStats(e.ctx, &runtimeapi.ListPodSandboxStatsRequest{}); err != nil {
+		t.Errorf("ListPodSandboxStats: %v", err)
+	}
+	if _, err := e.rs.ListContainerStats(e.ctx, &runtimeapi.ListContainerStatsRequest{}); err != nil {
+		t.Errorf("ListContainerStats: %v", err)
+	}
+}

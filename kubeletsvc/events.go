@@ -132,11 +132,7 @@ func (c *criService) watchEvents(ctx context.Context) {
 		}
 		seen := map[string]bool{}
 		for _, s := range sbs {
-			ctrs, err := s.containers()
-			if err != nil {
-				continue
-			}
-			for _, ct := range ctrs {
+			for _, ct := range s.containers() {
 				seen[ct.id] = true
 				want := eventFor(ct)
 				c.events.mu.Lock()

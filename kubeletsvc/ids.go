@@ -47,9 +47,9 @@ type sandbox struct {
 	attrs *rawAttrs // of its stats items
 	kept  atomic.Pointer[keptStats[runtimeapi.PodSandboxStats]]
 
-	ctrsOnce sync.Once
-	ctrs     []*container
-	ctrsErr  error
+	ctrsOnce   sync.Once
+	ctrs       []*container
+	unreadable []error // of the apps whose CRI config cannot be decoded
 }
 
 // ID returns the sandbox ID.
@@ -85,18 +85,28 @@ func asSandbox(ps *stage0.PodStatus) (*sandbox, error) {
 }
 
 // containers returns the CRI containers of a sandbox, made once per
-// sandbox: shared, read-only.
-func (s *sandbox) containers() ([]*container, error) {
+// sandbox: shared, read-only. An app whose CRI config cannot be decoded
+// is left out, as stage0 leaves out a pod it cannot read: it fails its
+// own lookups (getContainer), not every list of the node.
+func (s *sandbox) containers() []*container {
 	s.ctrsOnce.Do(func() {
-		s.ctrs, s.ctrsErr = s.containersMatching(func(string) bool { return true })
+		s.ctrs, s.unreadable = s.readContainers(func(string) bool { return true })
 	})
-	return s.ctrs, s.ctrsErr
+	return s.ctrs
 }
 
-// containersMatching makes the CRI containers of a sandbox whose ID
-// matches; it decodes the config of those only.
-func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, error) {
+// unreadableContainers returns why containers left apps out.
+func (s *sandbox) unreadableContainers() []error {
+	s.containers()
+	return s.unreadable
+}
+
+// readContainers makes the CRI containers of a sandbox whose ID matches,
+// decoding the config of those only, and returns the errors of those
+// whose config cannot be decoded.
+func (s *sandbox) readContainers(match func(id string) bool) ([]*container, []error) {
 	var out []*container
+	var errs []error
 	for i := range s.pod.Apps {
 		a := &s.pod.Apps[i]
 		if a.App.Annotations[annoKind] != kindContainer || !match(a.App.Annotations[annoContainerID]) {
@@ -104,24 +114,30 @@ func (s *sandbox) containersMatching(match func(id string) bool) ([]*container, 
 		}
 		cfg, err := containerConfigOf(a.App.Annotations)
 		if err != nil {
-			return nil, fmt.Errorf("app %q of pod %s: %w", a.App.Name, s.pod.UUID, err)
+			errs = append(errs, fmt.Errorf("cannot read container %s (app %q of pod %s): %w", a.App.Annotations[annoContainerID], a.App.Name, s.pod.UUID, err))
+			continue
 		}
 		if cfg == nil {
 			continue
 		}
 		out = append(out, &container{id: a.App.Annotations[annoContainerID], sb: s, app: a, cfg: cfg, attrs: &rawAttrs{}})
 	}
-	return out, nil
+	return out, errs
 }
 
-// containersOrMatching returns the sandbox's kept containers, or, when an
-// app's config cannot be decoded, those whose ID matches (an unreadable
-// app does not hide the others).
+// containersOrMatching returns the sandbox's containers, or, when an
+// app's config cannot be decoded, those whose ID matches: a lookup that
+// matches an unreadable app fails (it exists: not NotFound).
 func (s *sandbox) containersOrMatching(match func(id string) bool) ([]*container, error) {
-	if ctrs, err := s.containers(); err == nil {
+	ctrs := s.containers()
+	if len(s.unreadable) == 0 {
 		return ctrs, nil
 	}
-	return s.containersMatching(match)
+	ctrs, errs := s.readContainers(match)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return ctrs, nil
 }
 
 // listSandboxes returns every CRI sandbox.

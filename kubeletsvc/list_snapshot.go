@@ -24,12 +24,10 @@ type listSnapshot struct {
 	ctrsOnce sync.Once
 	ctrs     []*container // of every sandbox
 	ctrsOf   map[*sandbox][]*container
-	ctrsErr  error
 
 	containersOnce sync.Once
 	containers     []*runtimeapi.Container // unfiltered ListContainers items
 	containersEnc  atomic.Pointer[encodedResponse]
-	containersErr  error
 }
 
 // snapshot returns the CRI view of the pods, kept while nothing changed.
@@ -83,57 +81,44 @@ func (s *listSnapshot) podSandboxResponse() *runtimeapi.ListPodSandboxResponse {
 }
 
 // allContainers returns the containers of every sandbox.
-func (s *listSnapshot) allContainers() ([]*container, error) {
+func (s *listSnapshot) allContainers() []*container {
 	s.ctrsOnce.Do(func() {
 		s.ctrsOf = make(map[*sandbox][]*container, len(s.sbs))
 		for _, sb := range s.sbs {
-			ctrs, err := sb.containers()
-			if err != nil {
-				s.ctrsErr = err
-				return
-			}
+			ctrs := sb.containers()
 			s.ctrs = append(s.ctrs, ctrs...)
 			s.ctrsOf[sb] = ctrs
 		}
 	})
-	return s.ctrs, s.ctrsErr
+	return s.ctrs
 }
 
 // containersOf returns the containers of one of the snapshot's sandboxes.
-func (s *listSnapshot) containersOf(sb *sandbox) ([]*container, error) {
-	if _, err := s.allContainers(); err != nil {
-		return nil, err
-	}
-	return s.ctrsOf[sb], nil
+func (s *listSnapshot) containersOf(sb *sandbox) []*container {
+	s.allContainers()
+	return s.ctrsOf[sb]
 }
 
 // containerItems returns the unfiltered ListContainers items.
-func (s *listSnapshot) containerItems(c *criService) ([]*runtimeapi.Container, error) {
+func (s *listSnapshot) containerItems(c *criService) []*runtimeapi.Container {
 	s.containersOnce.Do(func() {
-		ctrs, err := s.allContainers()
-		if err != nil {
-			s.containersErr = err
-			return
-		}
+		ctrs := s.allContainers()
 		s.containers = make([]*runtimeapi.Container, 0, len(ctrs))
 		for _, ct := range ctrs {
 			s.containers = append(s.containers, c.containerItem(ct))
 		}
-		if s.gen != 0 && s.containersErr == nil {
+		if s.gen != 0 {
 			s.containersEnc.Store(encode(&runtimeapi.ListContainersResponse{Containers: s.containers}))
 		}
 	})
-	return s.containers, s.containersErr
+	return s.containers
 }
 
 // containersResponse is the unfiltered ListContainers response.
-func (s *listSnapshot) containersResponse(c *criService) (*runtimeapi.ListContainersResponse, error) {
-	items, err := s.containerItems(c)
-	if err != nil {
-		return nil, err
-	}
+func (s *listSnapshot) containersResponse(c *criService) *runtimeapi.ListContainersResponse {
+	items := s.containerItems(c)
 	if e := s.containersEnc.Load(); e != nil {
-		return e.msg.(*runtimeapi.ListContainersResponse), nil
+		return e.msg.(*runtimeapi.ListContainersResponse)
 	}
-	return &runtimeapi.ListContainersResponse{Containers: items}, nil
+	return &runtimeapi.ListContainersResponse{Containers: items}
 }

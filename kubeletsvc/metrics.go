@@ -238,11 +238,7 @@ func (c *criService) podSandboxMetrics(ctx context.Context) ([]*runtimeapi.PodSa
 			continue
 		}
 		pm := &runtimeapi.PodSandboxMetrics{PodSandboxId: s.ID()}
-		ctrs, err := s.containers()
-		if err != nil {
-			return nil, err
-		}
-		for _, ct := range ctrs {
+		for _, ct := range s.containers() {
 			if ct.app.State != schema.AppRunning {
 				continue
 			}

@@ -38,6 +38,9 @@ func (c *criService) repairLoop(ctx context.Context) {
 func (c *criService) repair(ctx context.Context) {
 	c.repairPods(ctx)
 	c.forgetGone(ctx)
+	if sbs, err := c.listSandboxes(ctx); err == nil {
+		c.warnUnreadable(sbs)
+	}
 	res, err := c.store.SweepUnreferenced(ctx)
 	switch {
 	case err != nil:

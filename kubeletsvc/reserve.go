@@ -71,10 +71,7 @@ func (c *criService) forgetGone(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	ctrs, err := snap.allContainers()
-	if err != nil {
-		return
-	}
+	ctrs := snap.allContainers()
 	live := make(map[string]bool, len(snap.sbs)+len(ctrs))
 	for _, s := range snap.sbs {
 		live[s.ID()] = true

@@ -23,7 +23,7 @@ func (c *criService) RemovePodSandbox(ctx context.Context, r *runtimeapi.RemoveP
 		}
 		return nil, err
 	}
-	ctrs, _ := s.containers()
+	ctrs := s.containers()
 	if err := c.rt.Remove(ctx, s.ID(), true); err != nil && !isNotFound(err) {
 		return nil, fmt.Errorf("cannot remove pod sandbox %s: %w", s.ID(), err)
 	}

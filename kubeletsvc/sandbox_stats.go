@@ -20,11 +20,7 @@ func (c *criService) PodSandboxStats(ctx context.Context, r *runtimeapi.PodSandb
 	if err != nil {
 		return nil, err
 	}
-	ctrs, err := s.containers()
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.sandboxStats(ctx, s, ctrs)
+	st, err := c.sandboxStats(ctx, s, s.containers())
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +64,7 @@ func (c *criService) listSandboxStats(ctx context.Context, f *runtimeapi.PodSand
 	}
 	out := make([]*runtimeapi.PodSandboxStats, 0, len(sel))
 	for _, s := range sel { // one after the other, as listContainerStats
-		ctrs, err := snap.containersOf(s)
-		if err != nil {
-			return nil, err
-		}
-		st, err := c.sandboxStats(ctx, s, ctrs)
+		st, err := c.sandboxStats(ctx, s, snap.containersOf(s))
 		if err != nil {
 			return nil, err
 		}

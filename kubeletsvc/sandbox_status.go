@@ -16,11 +16,7 @@ func (c *criService) PodSandboxStatus(ctx context.Context, r *runtimeapi.PodSand
 		return nil, err
 	}
 	resp := &runtimeapi.PodSandboxStatusResponse{Status: sandboxStatus(s), Timestamp: time.Now().UnixNano()}
-	ctrs, err := s.containers()
-	if err != nil {
-		return nil, err
-	}
-	for _, ct := range ctrs {
+	for _, ct := range s.containers() {
 		resp.ContainersStatuses = append(resp.ContainersStatuses, c.containerStatus(ct))
 	}
 	if r.GetVerbose() {

@@ -24,7 +24,7 @@ func (c *criService) StopPodSandbox(ctx context.Context, r *runtimeapi.StopPodSa
 		}
 		return nil, err
 	}
-	ctrs, _ := s.containers()
+	ctrs := s.containers()
 	if err := c.rt.Stop(ctx, s.ID(), stage0.StopOptions{}); err != nil && !errors.Is(err, stage0.ErrNotRunning) {
 		return nil, fmt.Errorf("cannot stop pod sandbox %s: %w", s.ID(), err)
 	}
