@@ -41,7 +41,12 @@ func TestCRIHostileInput(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	ref, _ := pullTestImage(t, c)
-	logDir := podLogDir(t, c)
+	// two levels under a directory of the test's own: the escaping log
+	// path's target (../../x) is in it, not in the shared /tmp
+	logDir := filepath.Join(podLogDir(t, c), "a", "b")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ctx := rpcCtx(t)
 	pc := podConfig("hostile", logDir)
 	rp, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
