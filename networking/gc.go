@@ -18,12 +18,14 @@ import (
 // CNI DEL for their attachments in libcni's cache under the data dir,
 // removes the iptables rules tagged with them, their host-local reservations
 // (also those without a cache entry) and their use of the default network's
-// outbound NAT rule. It also removes the stale temporary files of atomic
-// writes of the network state (fileperm.RemoveStaleTemp). exists reports
-// whether a pod UUID still exists in any state (prepare, prepared, run,
-// exited-garbage, garbage); it is asked after the resource was found, so a
-// pod being set up right now is safe as long as its directory exists before
-// its Setup starts.
+// outbound NAT rule; a cache entry cut short (brokenCacheEntries), which
+// has no config to run a DEL with, is removed once its pod's rules on its
+// network are swept and the reservations released. It also removes the
+// stale temporary files of atomic writes of the network state
+// (fileperm.RemoveStaleTemp). exists reports whether a pod UUID still
+// exists in any state (prepare, prepared, run, exited-garbage, garbage); it
+// is asked after the resource was found, so a pod being set up right now
+// is safe as long as its directory exists before its Setup starts.
 func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 	var errs []error
 	cni, _ := newDelCNI(cfg) // gcReservations below releases what a DEL left
@@ -47,13 +49,37 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 		}
 		nets[a.ContainerID] = append(nets[a.ContainerID], a.Network)
 	}
+	// entries cut short have no config to run a DEL with: sweep and release
+	broken, err := brokenCacheEntries(cfg, "")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var gone []brokenEntry
+	for _, b := range broken {
+		if !exists(b.containerID) {
+			gone = append(gone, b)
+			nets[b.containerID] = append(nets[b.containerID], b.network)
+		}
+	}
+	swept := map[string]bool{}
 	for id, n := range nets {
 		if err := sweepIPTables(ctx, id, n); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		swept[id] = true
 	}
 	if err := gcReservations(ctx, cfg, exists); err != nil {
 		errs = append(errs, err)
+	} else {
+		for _, b := range gone {
+			if !swept[b.containerID] {
+				continue // kept for the next GC
+			}
+			if err := b.remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := gcMasquerade(ctx, cfg, exists); err != nil {
 		errs = append(errs, err)

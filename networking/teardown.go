@@ -170,12 +170,19 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 }
 
 // delCachedAttachments runs CNI DEL for every attachment libcni cached for
-// the container ID uuid, in the namespace at netns.
+// the container ID uuid, in the namespace at netns. An entry cut short
+// (brokenCacheEntries) has no config to run a DEL with: the pod's rules on
+// its network are swept and its reservations released instead (its veth
+// goes with the namespace), then the entry is removed.
 func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
 	cni, _ := newDelCNI(cfg)
 	atts, err := cni.GetCachedAttachments(uuid)
 	if err != nil {
 		return fmt.Errorf("cannot list cached network attachments of pod %q: %w", uuid, err)
+	}
+	broken, err := brokenCacheEntries(cfg, uuid)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	var nets []string
@@ -186,13 +193,24 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 		}
 		nets = append(nets, a.Network)
 	}
-	if len(atts) > 0 && len(errs) == 0 {
-		// also what a DEL that stopped at something gone, or a plugin
-		// no longer installed, left
-		if err := sweepIPTables(ctx, uuid, nets); err != nil {
-			return err
+	for _, b := range broken {
+		nets = append(nets, b.network)
+	}
+	if len(nets) == 0 || len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// also what a DEL that stopped at something gone, or a plugin no
+	// longer installed, left
+	if err := sweepIPTables(ctx, uuid, nets); err != nil {
+		return err
+	}
+	if err := releaseReservations(ctx, cfg, uuid); err != nil {
+		return err
+	}
+	for _, b := range broken {
+		if err := b.remove(); err != nil {
+			errs = append(errs, err)
 		}
-		return releaseReservations(ctx, cfg, uuid)
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,71 @@
+package networking
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// brokenEntry is a libcni cache entry that does not parse. libcni writes
+// its entries in place (os.WriteFile: no temporary file, no sync), so a
+// kill or a power cut during an ADD leaves one empty or cut short;
+// GetCachedAttachments skips it without a word, and what the ADD set up
+// would then never be released. Its name still says whose it is.
+type brokenEntry struct {
+	path, network, containerID, ifName string
+}
+
+// cacheEntryName is libcni's "<network>-<container id>-<ifname>"; rkt's
+// container IDs are pod UUIDs, and network names may contain dashes.
+var cacheEntryName = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-([^-]+)$`)
+
+// brokenCacheEntries lists the entries of libcni's cache that
+// GetCachedAttachments leaves out (unreadable, or not a libcni v1 entry), of
+// the pod uuid or, with "", of any pod.
+// Names that are not libcni's are ignored.
+func brokenCacheEntries(cfg Config, uuid string) ([]brokenEntry, error) {
+	dir := filepath.Join(cfg.cacheDir(), "results")
+	names, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot list libcni's cache %q: %w", dir, err)
+	}
+	var broken []brokenEntry
+	for _, n := range names {
+		m := cacheEntryName.FindStringSubmatch(n.Name())
+		if m == nil || n.IsDir() || (uuid != "" && m[2] != uuid) {
+			continue
+		}
+		p := filepath.Join(dir, n.Name())
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a DEL removed it meanwhile
+		}
+		var e struct {
+			Kind        string `json:"kind"`
+			IfName      string `json:"ifName"`
+			NetworkName string `json:"networkName"`
+		}
+		if err == nil && json.Unmarshal(data, &e) == nil && e.Kind == libcni.CNICacheV1 &&
+			e.IfName != "" && e.NetworkName != "" {
+			continue // GetCachedAttachments returns it
+		}
+		broken = append(broken, brokenEntry{path: p, network: m[1], containerID: m[2], ifName: m[3]})
+	}
+	return broken, nil
+}
+
+// remove drops the entry, once what it stood for was released.
+func (b brokenEntry) remove() error {
+	if err := os.Remove(b.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot remove unreadable cache entry of network %q of pod %q: %w", b.network, b.containerID, err)
+	}
+	return nil
+}
