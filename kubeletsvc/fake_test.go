@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/rkt/rkt/pkg/lock"
 	"github.com/rkt/rkt/pkg/schema"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
@@ -56,6 +57,8 @@ type fakeRuntime struct {
 	// pod is unchanged, as stage0's view does (not a new copy each time)
 	sharedPods bool
 	shared     map[string]*stage0.PodStatus
+	// gcLock: GC waits for an exclusive lock of this file until its context ends
+	gcLock string
 
 	sandboxErr error                                                           // Sandbox fails with it, leaving an exited pod
 	exec       func(ctx context.Context, opts stage0.ExecOptions) (int, error) // nil: exit 0, no output
@@ -266,10 +269,19 @@ func (f *fakeRuntime) Status(_ context.Context, prefix string) (*stage0.PodStatu
 	return nil, fmt.Errorf("pod %q: %w", prefix, stage0.ErrAmbiguousUUID)
 }
 
-func (f *fakeRuntime) GC(_ context.Context, opts stage0.GCOptions) (*stage0.GCResult, error) {
+func (f *fakeRuntime) GC(ctx context.Context, opts stage0.GCOptions) (*stage0.GCResult, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.record("GC debrisOnly=%v", opts.DebrisOnly)
+	gcLock := f.gcLock
+	f.mu.Unlock()
+	if gcLock != "" {
+		// as networking.GC waits for a network's IPAM lock: until ctx ends
+		l, err := lock.Exclusive(ctx, gcLock, lock.RegFile)
+		if err != nil {
+			return &stage0.GCResult{Network: err}, nil
+		}
+		l.Close()
+	}
 	return &stage0.GCResult{}, nil
 }
 

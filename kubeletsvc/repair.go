@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/rkt/rkt/stage0"
@@ -11,6 +12,16 @@ import (
 // start, what a crash left that no CRI call reaches
 // (stage0.GCOptions.DebrisOnly, store.SweepUnreferenced).
 const DefaultRepairInterval = 5 * time.Minute
+
+// repairGCTimeout bounds stage0's and networking's GC in one repair pass:
+// a pass waiting for a lock whose holder never lets go (a hung plugin's
+// IPAM lock, iptables -w on the xtables lock) is abandoned there, and the
+// next pass takes up what it left. A normal pass takes milliseconds, and
+// seconds after a reboot (a CNI DEL per vanished pod); 4 minutes is twice
+// the CNI plugin timeout, so one hung plugin, killed at 2 minutes, does not
+// by itself abandon the pass, and under the default interval, so a stuck
+// pass ends before the next one is due.
+var repairGCTimeout = 4 * time.Minute
 
 // repairLoop runs the repair at start and every Config.RepairInterval until
 // ctx ends.
@@ -53,9 +64,15 @@ func (c *criService) repair(ctx context.Context) {
 }
 
 func (c *criService) repairPods(ctx context.Context) {
-	res, err := c.rt.GC(ctx, stage0.GCOptions{DebrisOnly: true})
+	gctx, cancel := context.WithTimeout(ctx, repairGCTimeout)
+	defer cancel()
+	res, err := c.rt.GC(gctx, stage0.GCOptions{DebrisOnly: true})
+	if ctx.Err() == nil && errors.Is(gctx.Err(), context.DeadlineExceeded) {
+		c.log.Error("abandoned the collection of debris at its deadline; the next repair takes it up",
+			"timeout", repairGCTimeout, "error", err)
+	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if gctx.Err() == nil {
 			c.log.Error("cannot collect the debris of interrupted pod operations", "error", err)
 		}
 		return
