@@ -463,6 +463,7 @@ func (r *reader) readV2() {
 	s.MemoryReservation = r.uint("", "memory.low")
 	s.Processes = r.uint("", "pids.current")
 	s.ThreadsMax = r.uint("", "pids.max")
+	s.BlkioBytes, s.BlkioOps = r.ioStat()
 	if b, err := r.readCgroupFile("", "cgroup.threads"); err == nil {
 		s.Threads = words(b)
 	}
@@ -582,6 +583,44 @@ func (r *reader) blkio(name string) map[string]map[string]uint64 {
 		}
 	})
 	return out
+}
+
+// ioStat parses v2's io.stat ("maj:min rbytes=N wbytes=N rios=N wios=N
+// ..."; more keys on some kernels) into v1's per-device Read and Write
+// bytes and operations; nil without the io controller in the cgroup.
+func (r *reader) ioStat() (bytesByDev, opsByDev map[string]map[string]uint64) {
+	b, err := r.readCgroupFile("", "io.stat")
+	if err != nil {
+		return nil, nil
+	}
+	bytesByDev, opsByDev = map[string]map[string]uint64{}, map[string]map[string]uint64{}
+	var fl [2][]byte
+	eachLine(b, fl[:], func(fl [][]byte) {
+		if len(fl) != 2 {
+			return
+		}
+		var v [4]uint64 // rbytes, wbytes, rios, wios
+		for _, kv := range bytes.Fields(fl[1]) {
+			k, n, ok := bytes.Cut(kv, []byte("="))
+			if !ok {
+				continue
+			}
+			switch string(k) {
+			case "rbytes":
+				v[0] = parseUint(n)
+			case "wbytes":
+				v[1] = parseUint(n)
+			case "rios":
+				v[2] = parseUint(n)
+			case "wios":
+				v[3] = parseUint(n)
+			}
+		}
+		dev := string(fl[0])
+		bytesByDev[dev] = map[string]uint64{"Read": v[0], "Write": v[1]}
+		opsByDev[dev] = map[string]uint64{"Read": v[2], "Write": v[3]}
+	})
+	return bytesByDev, opsByDev
 }
 
 // readProcs counts the open file descriptors and sockets of the cgroup's

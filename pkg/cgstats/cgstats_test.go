@@ -205,3 +205,32 @@ func TestReadV2(t *testing.T) {
 		}
 	}
 }
+
+// On cgroup v2 the block I/O figures come from io.stat, per device, as
+// v1's blkio.throttle files give them (the CRI's container_fs_* and
+// container_blkio_device_usage_total metrics).
+func TestReadV2IOStat(t *testing.T) {
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	cg := "/pod/app"
+	write(t, root, cg+"/cgroup.procs", "7\n")
+	write(t, root, cg+"/io.stat", "8:0 rbytes=4096 wbytes=512 rios=3 wios=1 dbytes=0 dios=0\n"+
+		"253:1 rbytes=10 wbytes=20 rios=1 wios=2 dbytes=7 dios=1\n259:0 rbytes=x wbytes=5\n")
+	s, err := Read(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes := map[string]map[string]uint64{"8:0": {"Read": 4096, "Write": 512}, "253:1": {"Read": 10, "Write": 20}, "259:0": {"Read": 0, "Write": 5}}
+	wantOps := map[string]map[string]uint64{"8:0": {"Read": 3, "Write": 1}, "253:1": {"Read": 1, "Write": 2}, "259:0": {"Read": 0, "Write": 0}}
+	if !reflect.DeepEqual(s.BlkioBytes, wantBytes) || !reflect.DeepEqual(s.BlkioOps, wantOps) {
+		t.Errorf("io.stat: bytes %v, ops %v; want %v, %v", s.BlkioBytes, s.BlkioOps, wantBytes, wantOps)
+	}
+	// no io controller in the cgroup: none, and no error
+	os.Remove(filepath.Join(root, cg, "io.stat"))
+	if s, err := Read(cg); err != nil || s.BlkioBytes != nil || s.BlkioOps != nil {
+		t.Errorf("without io.stat: %v, %v (%v)", s.BlkioBytes, s.BlkioOps, err)
+	}
+}
