@@ -156,7 +156,7 @@ func (f *fakeRuntime) Sandbox(_ context.Context, opts stage0.PodOptions) (string
 		CreatedAt: now,
 		StartedAt: now,
 		Manifest: &schema.PodManifest{Version: schema.Version, UUID: opts.UUID, Hostname: opts.Hostname, Net: opts.Net,
-			CgroupParent: opts.CgroupParent, Annotations: copyMap(opts.Annotations)},
+			CgroupParent: opts.CgroupParent, OwnCgroupParent: opts.OwnCgroupParent, Annotations: copyMap(opts.Annotations)},
 	}
 	if opts.Net != stage0.NetHost && opts.Net != "none" {
 		p.Networks = []stage0.NetworkStatus{{Name: opts.Net, Interface: "eth0", IPs: []string{fmt.Sprintf("10.88.0.%d/16", len(f.order)+2)}}}

@@ -151,7 +151,10 @@ func translateSandboxOpts(cfg *runtimeapi.PodSandboxConfig, handler string) (sta
 		HostIPC:      hostIPC,
 		Sysctls:      linux.GetSysctls(),
 		CgroupParent: linux.GetCgroupParent(),
-		Annotations:  annos,
+		// the kubelet's cgroup parent is the pod's own cgroup (its
+		// per-pod slice with the systemd driver)
+		OwnCgroupParent: linux.GetCgroupParent() != "",
+		Annotations:     annos,
 	}
 	if opts.UserNS, err = podUserNS(nsOpts.GetUsernsOptions()); err != nil {
 		return opts, err

@@ -40,7 +40,7 @@ func TestRunPodSandbox(t *testing.T) {
 	}
 	opts := e.rt.podOpts[id]
 	if opts.UUID != id || opts.Hostname != "web-host" || opts.Net != "default" || !opts.SharedPID || opts.HostPID ||
-		opts.CgroupParent != "/kubepods/pod1" || opts.Sysctls["net.ipv4.ip_forward"] != "1" {
+		opts.CgroupParent != "/kubepods/pod1" || !opts.OwnCgroupParent || opts.Sysctls["net.ipv4.ip_forward"] != "1" {
 		t.Errorf("pod options %+v", opts)
 	}
 	if len(opts.Ports) != 1 || opts.Ports[0].HostPort != 8080 || opts.Ports[0].ContainerPort != 80 || opts.Ports[0].Protocol != "tcp" {
@@ -67,6 +67,9 @@ func TestRunPodSandboxHostNetwork(t *testing.T) {
 	host, _ := os.Hostname()
 	if o := e.rt.podOpts[r.GetPodSandboxId()]; o.Net != stage0.NetHost || o.Hostname != host {
 		t.Errorf("net %q hostname %q, want host and %q", o.Net, o.Hostname, host)
+	} else if o.CgroupParent != "" || o.OwnCgroupParent {
+		// no cgroup parent from the kubelet: the service's, shared
+		t.Errorf("cgroup parent %q (own: %v), want the service's default", o.CgroupParent, o.OwnCgroupParent)
 	}
 }
 

@@ -27,6 +27,10 @@ type PodOptions struct {
 	// Resources are limits of the pod cgroup as a whole (optional; with
 	// the systemd driver the cgroup parent carries them).
 	Resources *specs.LinuxResources
+	// OwnCgroupParent says that CgroupParent holds this pod alone (the
+	// kubelet's per-pod cgroup): with systemd, the pod's usage is read
+	// from it rather than summed over its running apps' scopes.
+	OwnCgroupParent bool
 }
 
 // PrepareOptions describe a pod with its apps.

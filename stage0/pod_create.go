@@ -119,10 +119,12 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		SharedShm:    !opts.HostIPC,
 		Sysctls:      opts.Sysctls,
 		CgroupParent: cgParent,
-		Resources:    opts.Resources,
-		Annotations:  copyMap(opts.Annotations),
-		UserNS:       opts.UserNS,
-		CreatedAt:    time.Now().UTC(),
+		// a default parent is shared
+		OwnCgroupParent: opts.OwnCgroupParent && opts.CgroupParent != "",
+		Resources:       opts.Resources,
+		Annotations:     copyMap(opts.Annotations),
+		UserNS:          opts.UserNS,
+		CreatedAt:       time.Now().UTC(),
 	}
 	if err := fileperm.Mkdir(p.layout().AppsDir(), fileperm.Shared); err != nil {
 		l.Close()

@@ -83,39 +83,18 @@ func findAppStatus(ps *PodStatus, app string) *AppStatus {
 	return nil
 }
 
-// readPodStats reads the usage of a running pod: its cgroup (with the
-// systemd driver apps have scopes and no common pod cgroup: their sum) and
-// its network namespace's interfaces, through a running app or, when none
-// runs, from inside the namespace.
+// readPodStats reads the usage of a running pod: its cgroup and its
+// network namespace's interfaces, through a running app or, when none
+// runs, from inside the namespace. With the systemd driver apps have
+// scopes and no common pod cgroup: the usage is that of the pod's own
+// slice (podSlice) when it has one, which keeps what its removed scopes
+// used, else the sum of its running apps' scopes.
 func (r *Runtime) readPodStats(ps *PodStatus) (*AppStats, error) {
 	if ps.State != PodRunning || ps.Manifest == nil {
 		return nil, fmt.Errorf("pod %s is %s: %w", ps.UUID, ps.State, ErrNotRunning)
 	}
 	out := &AppStats{Timestamp: time.Now()}
-	netPid := 0
-	if !SystemdRunning() {
-		cg, err := cgstats.Read(filepath.Join("/", ps.Manifest.CgroupParent, ps.UUID))
-		if err == nil {
-			out.Stats = *cg
-		} // else no app has run yet: no cgroup
-	}
-	for i := range ps.Apps {
-		a := &ps.Apps[i]
-		if a.State != schema.AppRunning || a.Pid <= 0 {
-			continue
-		}
-		if netPid == 0 {
-			netPid = a.Pid
-		}
-		if !SystemdRunning() {
-			continue
-		}
-		cg, err := cgstats.ReadPid(a.Pid)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		out.add(cg)
-	}
+	netPid := r.readPodCgroup(ps, SystemdRunning(), &out.Stats)
 	if ps.Manifest.Net != NetHost {
 		// a pod whose counters cannot be read has stats all the same,
 		// without them
@@ -130,6 +109,92 @@ func (r *Runtime) readPodStats(ps *PodStatus) (*AppStats, error) {
 		}
 	}
 	return out, nil
+}
+
+// readPodCgroup reads the pod's cgroup usage into s (systemd: whether apps
+// are in systemd scopes) and returns the pid of a running app, or 0.
+func (r *Runtime) readPodCgroup(ps *PodStatus, systemd bool, s *cgstats.Stats) (netPid int) {
+	if !systemd {
+		if cg, err := cgstats.Read(filepath.Join("/", ps.Manifest.CgroupParent, ps.UUID)); err == nil {
+			*s = *cg
+		} // else no app has run yet: no cgroup
+	}
+	sum := AppStats{}
+	for i := range ps.Apps {
+		a := &ps.Apps[i]
+		if a.State != schema.AppRunning || a.Pid <= 0 {
+			continue
+		}
+		if netPid == 0 {
+			netPid = a.Pid
+		}
+		if !systemd {
+			continue
+		}
+		cg, err := cgstats.ReadPid(a.Pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		sum.add(cg)
+	}
+	if !systemd {
+		return netPid
+	}
+	*s = sum.Stats
+	slice := podSlice(ps.Manifest)
+	if slice == "" {
+		return netPid
+	}
+	cg, err := cgstats.Read(slice)
+	if err != nil {
+		r.log.Debug("stats: cannot read the pod's slice, its running apps' scopes are summed", "pod", ps.UUID, "slice", slice, "error", err)
+		return netPid
+	}
+	// the processes are still the running apps' (the slice has none of
+	// its own, and holds the supervisor's scope)
+	cg.Processes, cg.Threads, cg.Pids = sum.Processes, sum.Threads, sum.Pids
+	cg.FileDescriptors, cg.Sockets = sum.FileDescriptors, sum.Sockets
+	*s = *cg
+	return netPid
+}
+
+// podSlice is the cgroup path of the pod's own slice under the systemd
+// driver: its cgroup parent, when the pod holds it alone
+// (OwnCgroupParent, the kubelet's per-pod slice) and it is a slice, where
+// stage1 puts the apps' scopes. "" otherwise (a shared parent: the apps'
+// scopes are in system.slice or a slice other pods use too).
+func podSlice(m *schema.PodManifest) string {
+	if !m.OwnCgroupParent {
+		return ""
+	}
+	p, err := expandSlice(filepath.Base(m.CgroupParent))
+	if err != nil || p == "/" {
+		return "" // not a slice, or the root one
+	}
+	return p
+}
+
+// expandSlice returns the cgroup path of a systemd slice unit, as
+// libcontainer's systemd driver expands it (opencontainers/cgroups/systemd
+// ExpandSlice, not imported: it links dbus): "a-b.slice" is
+// /a.slice/a-b.slice.
+func expandSlice(slice string) (string, error) {
+	name, ok := strings.CutSuffix(slice, ".slice")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("cannot expand slice %q: not a slice name", slice)
+	}
+	if name == "-" {
+		return "/", nil
+	}
+	var path, prefix string
+	for _, c := range strings.Split(name, "-") {
+		if c == "" {
+			return "", fmt.Errorf("cannot expand slice %q: empty component", slice)
+		}
+		path += "/" + prefix + c + ".slice"
+		prefix += c + "-"
+	}
+	return path, nil
 }
 
 // add sums the usage of another cgroup into s (limits are left alone).

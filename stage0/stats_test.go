@@ -1,8 +1,16 @@
 package stage0
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	sdcgroups "github.com/opencontainers/cgroups/systemd"
+
+	"github.com/rkt/rkt/pkg/cgstats"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 func TestParseNetDev(t *testing.T) {
@@ -17,5 +25,69 @@ func TestParseNetDev(t *testing.T) {
 		TxBytes: 765432, TxPackets: 4321, TxErrors: 3, TxDropped: 4}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseNetDev = %+v, want %+v", got, want)
+	}
+}
+
+func TestExpandSlice(t *testing.T) {
+	for _, in := range []string{"kubepods-burstable-pod1234.slice", "kubepods.slice", "system.slice", "-.slice",
+		"a--b.slice", "-a.slice", ".slice", "a.scope", "a/b.slice", ""} {
+		got, err := expandSlice(in)
+		want, werr := sdcgroups.ExpandSlice(in)
+		if got != want || (err == nil) != (werr == nil) {
+			t.Errorf("expandSlice(%q) = %q, %v; libcontainer's: %q, %v", in, got, err, want, werr)
+		}
+	}
+}
+
+// TestPodSliceStats: under systemd a pod in a slice of its own reads its
+// usage from the slice, which keeps what the scopes of its exited apps
+// used; a pod of a shared parent (or of an earlier version) sums its
+// running apps' scopes (none here).
+func TestPodSliceStats(t *testing.T) {
+	root := t.TempDir()
+	old := cgstats.Root
+	cgstats.Root = root
+	t.Cleanup(func() { cgstats.Root = old })
+	slice := filepath.Join(root, "kubepods.slice", "kubepods-burstable.slice", "kubepods-burstable-pod1.slice")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644))
+	must(os.MkdirAll(slice, 0o755))
+	for name, content := range map[string]string{
+		"cgroup.procs":   "",
+		"cpu.stat":       "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n",
+		"memory.current": "4096\n",
+	} {
+		must(os.WriteFile(filepath.Join(slice, name), []byte(content), 0o644))
+	}
+	r := &Runtime{log: slog.New(slog.DiscardHandler)}
+	// the burner exited: no app runs
+	apps := []AppStatus{{AppStatus: schema.AppStatus{Name: "burner", State: schema.AppExited}}}
+	for _, tc := range []struct {
+		name   string
+		parent string
+		own    bool
+		cpu    uint64
+	}{
+		{"own slice", "kubepods-burstable-pod1.slice", true, 1500000000},
+		{"own slice as a path", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice", true, 1500000000},
+		{"shared parent", "kubepods-burstable-pod1.slice", false, 0},
+		{"own parent, not a slice", "/kubepods/burstable/pod1", true, 0},
+		{"own slice, gone", "kubepods-burstable-pod2.slice", true, 0},
+	} {
+		ps := &PodStatus{UUID: "11111111-2222-4333-8444-555555555555", State: PodRunning, Apps: apps,
+			Manifest: &schema.PodManifest{CgroupParent: tc.parent, OwnCgroupParent: tc.own}}
+		var s cgstats.Stats
+		r.readPodCgroup(ps, true, &s)
+		if s.CPUUsageNanos != tc.cpu {
+			t.Errorf("%s: CPU usage %d, want %d", tc.name, s.CPUUsageNanos, tc.cpu)
+		}
+		if tc.cpu > 0 && (s.CPUUserNanos != 1000000000 || s.MemoryUsage != 4096) {
+			t.Errorf("%s: user CPU %d, memory %d: not the slice's", tc.name, s.CPUUserNanos, s.MemoryUsage)
+		}
 	}
 }

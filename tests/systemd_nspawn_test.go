@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ timeout: 60
 //     upgrade) that restarts the service leaves running; `apt remove` stops
 //     the socket and removes its file.
 //
+// In both, a pod in a slice of its own (the kubelet's per-pod slice) keeps
+// the CPU usage of an app that exited.
 // Each machine has no failed unit, powers off cleanly with pods running
 // and leaves nothing on the host (mounts, cgroups, links, processes).
 func TestSystemdNspawn(t *testing.T) {
@@ -90,6 +93,7 @@ func TestSystemdNspawn(t *testing.T) {
 			if unified {
 				checkUnifiedPod(t, m)
 			}
+			checkPodSliceCPU(t, m)
 			checkNoFailedUnits(t, m)
 			poweroffWithPods(t, m)
 			m.CheckHost()
@@ -410,6 +414,80 @@ func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
 			t.Errorf("cgroup %s is left after the pod's removal", cg)
 		}
 	}
+}
+
+// checkPodSliceCPU runs a sandbox whose cgroup parent is a slice of its
+// own, as the kubelet's per-pod slice, with a container that burns CPU,
+// then sleeps and exits, and one that keeps running: the sandbox's CPU
+// usage (crictl statsp, ListPodSandboxStats) after the exit is at least
+// what it was before, as the kubelet's rates need (the slice keeps the
+// usage of its removed scopes).
+func checkPodSliceCPU(t *testing.T, m *testutil.Machine) {
+	t.Helper()
+	const slice = "kubepods-burstable-podcpu.slice"
+	podJSON, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"name": "cpu", "namespace": "nspawn", "uid": "cpu-uid"},
+		"hostname": "cpu", "log_directory": "/var/log/pods/cpu",
+		"linux": map[string]any{"cgroup_parent": slice,
+			"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}}})
+	m.WriteFile("/root/cpu-pod.json", string(podJSON), 0o644)
+	pod := m.MustExec("crictl", "runp", "/root/cpu-pod.json")
+	ctrs := map[string]string{}
+	for name, cmd := range map[string]string{
+		"sleeper": "sleep 100000",
+		// about a second of CPU, then long enough for a stats refresh (10 s)
+		"burner": "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; sleep 25",
+	} {
+		ctrJSON, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"name": name}, "image": map[string]any{"image": "localhost/busybox:1"},
+			"command": []string{"sh", "-c", cmd}, "log_path": name + ".log", "linux": map[string]any{}})
+		m.WriteFile("/root/cpu-"+name+".json", string(ctrJSON), 0o644)
+		ctrs[name] = m.MustExec("crictl", "create", pod, "/root/cpu-"+name+".json", "/root/cpu-pod.json")
+		m.MustExec("crictl", "start", ctrs[name])
+	}
+	if cg := m.MustExec("crictl", "exec", ctrs["sleeper"], "cat", "/proc/self/cgroup"); !strings.Contains(cg, "/kubepods.slice/kubepods-burstable.slice/"+slice+"/") {
+		t.Errorf("the sleeper runs outside the pod's slice %s:\n%s", slice, cg)
+	}
+	podCPU := func() uint64 {
+		var stats struct {
+			Stats []struct {
+				Linux struct {
+					CPU struct {
+						UsageCoreNanoSeconds struct {
+							Value string `json:"value"`
+						} `json:"usageCoreNanoSeconds"`
+					} `json:"cpu"`
+				} `json:"linux"`
+			} `json:"stats"`
+		}
+		out := m.MustExec("crictl", "statsp", "-o", "json", "--id", pod)
+		if err := json.Unmarshal([]byte(out), &stats); err != nil || len(stats.Stats) != 1 {
+			t.Fatalf("crictl statsp %s: %v\n%s", pod, err, out)
+		}
+		n, _ := strconv.ParseUint(stats.Stats[0].Linux.CPU.UsageCoreNanoSeconds.Value, 10, 64)
+		return n
+	}
+	state := func(ctr string) string {
+		return m.MustExec("crictl", "inspect", "-o", "go-template", "--template", "{{.status.state}}", ctr)
+	}
+	// the most the pod used while the burner ran
+	var before uint64
+	for state(ctrs["burner"]) == "CONTAINER_RUNNING" {
+		before = max(before, podCPU())
+		time.Sleep(time.Second)
+	}
+	if before < uint64(200*time.Millisecond) {
+		t.Fatalf("pod %s used %v of CPU while its burner ran, want some", pod, time.Duration(before))
+	}
+	// after the stats cache's next refreshes (every 10 s)
+	time.Sleep(21 * time.Second)
+	if after := podCPU(); after < before {
+		t.Errorf("pod %s's CPU usage went back from %v to %v when its burner exited", pod, time.Duration(before), time.Duration(after))
+	} else {
+		t.Logf("pod %s's CPU usage: %v while its burner ran, %v after", pod, time.Duration(before), time.Duration(after))
+	}
+	m.MustExec("crictl", "stopp", pod)
+	m.MustExec("crictl", "rmp", pod)
 }
 
 // poweroffWithPods powers the machine off with testServiceLifecycle's two

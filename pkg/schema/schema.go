@@ -47,6 +47,10 @@ type PodManifest struct {
 	SharedShm    bool              `json:"sharedShm,omitempty"`
 	Sysctls      map[string]string `json:"sysctls,omitempty"` // namespaced sysctls applied to the pod
 	CgroupParent string            `json:"cgroupParent,omitempty"`
+	// OwnCgroupParent: the cgroup parent holds this pod alone (the
+	// kubelet's per-pod cgroup), so its usage is the pod's. Without it the
+	// parent may be shared (the default, /rkt), or the pod is older.
+	OwnCgroupParent bool `json:"ownCgroupParent,omitempty"`
 	// Resources are limits of the pod cgroup (<parent>/<uuid>) as a
 	// whole, set by stage0 before stage1 starts (cgroupfs driver).
 	Resources   *specs.LinuxResources `json:"resources,omitempty"`
