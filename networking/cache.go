@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strings"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // brokenEntry is a libcni cache entry that does not parse. libcni writes
@@ -20,9 +22,21 @@ type brokenEntry struct {
 	path, network, containerID, ifName string
 }
 
-// cacheEntryName is libcni's "<network>-<container id>-<ifname>"; rkt's
-// container IDs are pod UUIDs, and network names may contain dashes.
-var cacheEntryName = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-([^-]+)$`)
+// parseCacheEntryName splits libcni's "<network>-<container id>-<ifname>";
+// rkt's container IDs are pod UUIDs, network names may contain dashes,
+// interface names here do not.
+func parseCacheEntryName(name string) (network, id, ifName string, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || i == len(name)-1 {
+		return "", "", "", false
+	}
+	rest, ifName := name[:i], name[i+1:]
+	const sep = 1 + 36 // "-<uuid>"
+	if len(rest) <= sep || rest[len(rest)-sep] != '-' || !schema.IsUUID(rest[len(rest)-36:]) {
+		return "", "", "", false
+	}
+	return rest[:len(rest)-sep], rest[len(rest)-36:], ifName, true
+}
 
 // brokenCacheEntries lists the entries of libcni's cache that
 // GetCachedAttachments leaves out (unreadable, or not a libcni v1 entry), of
@@ -39,8 +53,8 @@ func brokenCacheEntries(cfg Config, uuid string) ([]brokenEntry, error) {
 	}
 	var broken []brokenEntry
 	for _, n := range names {
-		m := cacheEntryName.FindStringSubmatch(n.Name())
-		if m == nil || n.IsDir() || (uuid != "" && m[2] != uuid) {
+		network, id, ifName, ok := parseCacheEntryName(n.Name())
+		if !ok || n.IsDir() || (uuid != "" && id != uuid) {
 			continue
 		}
 		p := filepath.Join(dir, n.Name())
@@ -57,7 +71,7 @@ func brokenCacheEntries(cfg Config, uuid string) ([]brokenEntry, error) {
 			e.IfName != "" && e.NetworkName != "" {
 			continue // GetCachedAttachments returns it
 		}
-		broken = append(broken, brokenEntry{path: p, network: m[1], containerID: m[2], ifName: m[3]})
+		broken = append(broken, brokenEntry{path: p, network: network, containerID: id, ifName: ifName})
 	}
 	return broken, nil
 }

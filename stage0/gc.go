@@ -12,6 +12,7 @@ import (
 	"github.com/rkt/rkt/networking"
 	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/lock"
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // Defaults of GCOptions, as in rkt.
@@ -73,7 +74,7 @@ func (r *Runtime) gc(ctx context.Context, opts GCOptions) (*GCResult, error) {
 // including one being created (prepare/.new-<uuid>). A name that is not a
 // pod UUID is not stage0's: it is reported as existing so it is left alone.
 func (r *Runtime) podExists(uuid string) bool {
-	if !isUUID(uuid) {
+	if !schema.IsUUID(uuid) {
 		return true
 	}
 	candidates := []string{filepath.Join(r.stateDir(dirPrepare), newPodPrefix+uuid)}

@@ -52,7 +52,7 @@ func LegacyPods(dataDir string) ([]LegacyPod, error) {
 		}
 		for _, e := range entries {
 			p := filepath.Join(dir, e.Name())
-			if !e.IsDir() || !isUUID(e.Name()) || (s != legacyEmbryoDir && !isLegacyPod(p)) {
+			if !e.IsDir() || !schema.IsUUID(e.Name()) || (s != legacyEmbryoDir && !isLegacyPod(p)) {
 				continue
 			}
 			lp := LegacyPod{UUID: e.Name(), State: s, Dir: p}

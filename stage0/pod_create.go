@@ -66,7 +66,7 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		if uuid, err = NewUUID(); err != nil {
 			return nil, nil, nil, err
 		}
-	} else if !isUUID(uuid) {
+	} else if !schema.IsUUID(uuid) {
 		return nil, nil, nil, fmt.Errorf("invalid pod UUID %q: %w", opts.UUID, ErrInvalid)
 	}
 	if _, err := r.findPod(uuid); err == nil {

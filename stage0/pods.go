@@ -36,26 +36,6 @@ type pod struct {
 	dir   string // <data>/pods/<state>/<uuid>
 }
 
-// isUUID reports whether s is a UUID in lower-case hex, as pods are named.
-// (Not a regexp: compiled, the pattern held ~20 KiB of heap in every rkt
-// process.)
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
-			return false
-		}
-	}
-	return true
-}
-
 // NewUUID returns a random (version 4) UUID, as pods get: the CRI names
 // sandboxes by it before creating them.
 func NewUUID() (string, error) {
@@ -106,7 +86,7 @@ func (r *Runtime) allPods() ([]*pod, error) {
 		}
 		for _, e := range entries {
 			// a pod being moved may show up twice: keep its first sighting
-			if !e.IsDir() || !isUUID(e.Name()) || seen[e.Name()] {
+			if !e.IsDir() || !schema.IsUUID(e.Name()) || seen[e.Name()] {
 				continue
 			}
 			if isLegacyPod(filepath.Join(r.stateDir(s), e.Name())) {

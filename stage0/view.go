@@ -319,7 +319,7 @@ func (v *podView) readInotify(buf []byte) {
 				continue
 			}
 			if uuid == "" { // a state directory: name is a pod
-				if isUUID(name) {
+				if schema.IsUUID(name) {
 					v.invalidateLocked(name, true)
 				}
 				if ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
@@ -380,7 +380,7 @@ func (v *podView) changed(prefix string) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if isUUID(prefix) {
+	if schema.IsUUID(prefix) {
 		v.invalidateLocked(prefix, true)
 		return
 	}

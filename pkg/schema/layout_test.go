@@ -2,6 +2,8 @@ package schema
 
 import (
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +59,17 @@ func TestDropRemovedApps(t *testing.T) {
 	}
 	if d.DropRemovedApps(pm) || len(pm.Apps) != 1 {
 		t.Fatalf("second pass: %+v", pm.Apps)
+	}
+}
+
+// TestIsUUID holds IsUUID to the pattern it replaces.
+func TestIsUUID(t *testing.T) {
+	pat := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	for _, s := range []string{"", "a", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0",
+		"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f00", "0f1e2d3c04b5a-6978-8796-a5b4c3d2e1f0",
+		"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1fg", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n", "x" + strings.Repeat("-", 35)} {
+		if got, want := IsUUID(s), pat.MatchString(s); got != want {
+			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
