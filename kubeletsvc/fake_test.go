@@ -59,6 +59,10 @@ type fakeRuntime struct {
 	shared     map[string]*stage0.PodStatus
 	// gcLock: GC waits for an exclusive lock of this file until its context ends
 	gcLock string
+	// unreadable: pods whose status cannot be read (a newer rkt's
+	// manifest, a corrupt file), by UUID: lists leave them out and Status
+	// fails with the error, as stage0 does
+	unreadable map[string]error
 
 	sandboxErr error                                                           // Sandbox fails with it, leaving an exited pod
 	exec       func(ctx context.Context, opts stage0.ExecOptions) (int, error) // nil: exit 0, no output
@@ -216,7 +220,9 @@ func (f *fakeRuntime) List(context.Context) ([]*stage0.PodStatus, error) {
 	defer f.mu.Unlock()
 	var out []*stage0.PodStatus
 	for _, u := range f.order {
-		out = append(out, f.podStatus(u))
+		if f.unreadable[u] == nil {
+			out = append(out, f.podStatus(u))
+		}
 	}
 	return out, nil
 }
@@ -264,6 +270,9 @@ func (f *fakeRuntime) Status(_ context.Context, prefix string) (*stage0.PodStatu
 	case 0:
 		return nil, fmt.Errorf("pod %q: %w", prefix, stage0.ErrPodNotFound)
 	case 1:
+		if err := f.unreadable[found[0]]; err != nil {
+			return nil, err
+		}
 		return f.podStatus(found[0]), nil
 	}
 	return nil, fmt.Errorf("pod %q: %w", prefix, stage0.ErrAmbiguousUUID)
@@ -835,4 +844,25 @@ func (e *testEnv) breakConfig(pod, id string) {
 			a.App.Annotations[annoConfig] = "{not a config"
 		}
 	}
+}
+
+// breakPod makes pod unreadable to the fake stage0 with err.
+func (e *testEnv) breakPod(pod string, err error) {
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	if e.rt.unreadable == nil {
+		e.rt.unreadable = map[string]error{}
+	}
+	e.rt.unreadable[pod] = err
+}
+
+// breakSandboxConfig makes the CRI config annotation of pod undecodable.
+func (e *testEnv) breakSandboxConfig(pod string) {
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	p := e.rt.pods[pod]
+	m := *p.Manifest
+	m.Annotations = maps.Clone(m.Annotations)
+	m.Annotations[annoConfig] = "{not a config"
+	p.Manifest = &m
 }

@@ -13,10 +13,11 @@ import (
 // reserve reserves the CRI name key for id in reg, which the caller
 // creates next (it calls the returned func once the creation returned,
 // after releasing the name if the creation failed). A name whose owner is
-// not being created and is gone (removed outside the CRI: `rkt rm`,
-// `rkt gc`, `rkt app rm`; the service learns of it only here) is taken
-// over: the kubelet, finding no sandbox of a pod, runs one again with
-// attempt 0.
+// not being created and is no longer listed (removed outside the CRI:
+// `rkt rm`, `rkt gc`, `rkt app rm`; or become unreadable; the service
+// learns of it only here) is taken over: the kubelet, finding no sandbox
+// of a pod, runs one again with attempt 0, and a restarted service would
+// not have reserved the name (recover).
 func (c *criService) reserve(ctx context.Context, reg *registrar.Registrar, key, id string, gone func(ctx context.Context, owner string) bool) (done func(), err error) {
 	c.creating.Store(id, struct{}{})
 	done = func() { c.creating.Delete(id) }
@@ -24,7 +25,7 @@ func (c *criService) reserve(ctx context.Context, reg *registrar.Registrar, key,
 	var er *registrar.ErrReserved
 	if errors.As(err, &er) {
 		if _, busy := c.creating.Load(er.Owner); !busy && gone(ctx, er.Owner) {
-			c.log.Info("taking over the name of a sandbox or container removed outside the CRI", "name", key, "owner", er.Owner)
+			c.log.Info("taking over the name of a sandbox or container removed outside the CRI or unreadable", "name", key, "owner", er.Owner)
 			reg.ReleaseNameOf(key, er.Owner)
 			c.forgetIDs(er.Owner)
 			err = reg.Reserve(key, id)
@@ -37,16 +38,24 @@ func (c *criService) reserve(ctx context.Context, reg *registrar.Registrar, key,
 	return done, nil
 }
 
-// sandboxGone reports whether the pod of a sandbox ID is gone.
+// sandboxGone reports whether the sandbox of an ID is left out of lists,
+// as recover leaves it: its pod is gone, or cannot be read (a newer rkt's
+// or a corrupt manifest: stage0 leaves it out), or its CRI config cannot
+// be decoded. A pod that is not a CRI sandbox (yet) is not gone.
 func (c *criService) sandboxGone(ctx context.Context, id string) bool {
-	_, err := c.rt.Status(ctx, id)
-	return errors.Is(err, stage0.ErrPodNotFound)
+	ps, err := c.rt.Status(ctx, id)
+	if err != nil {
+		return errors.Is(err, stage0.ErrPodNotFound) || ctx.Err() == nil
+	}
+	_, err = asSandbox(ps)
+	return err != nil
 }
 
-// containerGone reports whether a container is gone.
+// containerGone reports whether a container is left out of lists: gone,
+// or unreadable (its sandbox, or its CRI config).
 func (c *criService) containerGone(ctx context.Context, id string) bool {
 	_, err := c.getContainer(ctx, id)
-	return isNotFound(err)
+	return isNotFound(err) || (err != nil && ctx.Err() == nil)
 }
 
 // forgetIDs drops what the service keeps in memory of a sandbox (and its
