@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,8 +13,8 @@ import (
 // uncompressedDigest returns the digest of the decompressed content of a
 // layer blob read from r (gzip, zstd or plain), which must be a tar stream
 // that tarx.Extract accepts.
-func uncompressedDigest(r io.Reader) (string, error) {
-	zr, err := tarx.Decompress(r)
+func uncompressedDigest(ctx context.Context, r io.Reader) (string, error) {
+	zr, err := tarx.Decompress(ctx, r)
 	if err != nil {
 		return "", err
 	}
@@ -38,12 +39,12 @@ type diffIDWriter struct {
 	err  error
 }
 
-func newDiffIDWriter() *diffIDWriter {
+func newDiffIDWriter(ctx context.Context) *diffIDWriter {
 	pr, pw := io.Pipe()
 	w := &diffIDWriter{pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		w.sum, w.err = uncompressedDigest(pr)
+		w.sum, w.err = uncompressedDigest(ctx, pr)
 		// Drain what follows a decompression error or the end of the
 		// stream, so the writer never blocks.
 		_, _ = io.Copy(io.Discard, pr)
@@ -80,7 +81,7 @@ func checkDiffID(l Layer, got string) error {
 // verifyStoredDiffID checks the diff ID of a layer blob already in the
 // store, unless a recorded image already pairs that blob with that diff
 // ID (it was verified when that image was fetched).
-func (s *Store) verifyStoredDiffID(l Layer) error {
+func (s *Store) verifyStoredDiffID(ctx context.Context, l Layer) error {
 	known := false
 	err := s.view(func(tx *txn) error {
 		recs, err := tx.allImages()
@@ -99,7 +100,7 @@ func (s *Store) verifyStoredDiffID(l Layer) error {
 		return err
 	}
 	defer f.Close()
-	got, err := uncompressedDigest(f)
+	got, err := uncompressedDigest(ctx, f)
 	if err != nil {
 		return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, err, ErrContentMismatch)
 	}

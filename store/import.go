@@ -172,7 +172,7 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 	}
 	defer s.keys.lock("blob " + l.Digest)()
 	if s.hasBlob(l.Digest) {
-		if err := s.verifyStoredDiffID(l); err != nil {
+		if err := s.verifyStoredDiffID(ctx, l); err != nil {
 			return err
 		}
 		report(l.Size, true)
@@ -191,7 +191,7 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 		return fmt.Errorf("cannot download layer %s: %w", l.Digest, err)
 	}
 	defer rc.Close()
-	dw := newDiffIDWriter()
+	dw := newDiffIDWriter(ctx)
 	defer dw.Close()
 	r := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, dw)
 	onRead := func(n int64) { report(n, false) }

@@ -110,7 +110,7 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 		return fmt.Errorf("layer %s is missing from the store (fetch the image again): %w", l.Digest, err)
 	}
 	defer f.Close()
-	zr, err := tarx.Decompress(&ctxReader{ctx: ctx, r: f})
+	zr, err := tarx.Decompress(ctx, &ctxReader{ctx: ctx, r: f})
 	if err != nil {
 		return fmt.Errorf("cannot read layer %s: %w", l.Digest, err)
 	}

@@ -3,6 +3,7 @@ package tarx
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -77,7 +78,7 @@ func FuzzExtract(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(victim, "file"), []byte("victim"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if zr, err := Decompress(bytes.NewReader(data)); err == nil {
+		if zr, err := Decompress(context.Background(), bytes.NewReader(data)); err == nil {
 			_ = Extract(zr, root, Options{Whiteouts: mode})
 			zr.Close()
 		}

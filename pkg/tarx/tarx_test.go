@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -280,7 +281,7 @@ func TestCorruptInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dest, _ := sandbox(t)
-			r, err := Decompress(bytes.NewReader(tc.data))
+			r, err := Decompress(context.Background(), bytes.NewReader(tc.data))
 			if err == nil {
 				err = Extract(r, dest, Options{})
 				if err == nil {
@@ -295,7 +296,7 @@ func TestCorruptInput(t *testing.T) {
 	}
 	t.Run("gzip ok", func(t *testing.T) {
 		dest, _ := sandbox(t)
-		r, err := Decompress(bytes.NewReader(gz.Bytes()))
+		r, err := Decompress(context.Background(), bytes.NewReader(gz.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +321,7 @@ func TestDecompressFormats(t *testing.T) {
 	enc.Close()
 	for name, data := range map[string][]byte{"plain": raw, "gzip": gz.Bytes(), "zstd": zs.Bytes()} {
 		t.Run(name, func(t *testing.T) {
-			r, err := Decompress(bytes.NewReader(data))
+			r, err := Decompress(context.Background(), bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -416,7 +417,7 @@ func TestZstdWindowBounded(t *testing.T) {
 		windowLog byte
 		ok        bool
 	}{{23, true}, {27, true}, {28, false}, {29, false}} {
-		r, err := Decompress(bytes.NewReader(zstdFrame(tc.windowLog)))
+		r, err := Decompress(context.Background(), bytes.NewReader(zstdFrame(tc.windowLog)))
 		if err == nil {
 			err = Validate(r)
 			r.Close()
