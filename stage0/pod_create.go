@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (r *Runtime) createPod(opts PodOptions) (*pod, *lock.FileLock, *schema.PodM
 		return nil, nil, nil, fmt.Errorf("pod %s already exists: %w", uuid, ErrInvalid)
 	}
 	if err := checkNet(opts); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkCgroupParent(opts, SystemdRunning()); err != nil {
 		return nil, nil, nil, err
 	}
 	// Create and lock the directory under a name GC ignores, then rename it
@@ -163,6 +167,22 @@ func checkNet(opts PodOptions) error {
 	}
 	if opts.Net == networking.NetHost && opts.SharedPID && opts.HostPID {
 		return fmt.Errorf("a pod cannot have both a shared and the host PID namespace: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// checkCgroupParent refuses, with the systemd driver (systemd), a pod's
+// own cgroup parent (the kubelet's per-pod cgroup) that is not a slice:
+// stage1 would put the apps' scopes in system.slice, out of the pod's and
+// its QoS class's limits (a kubelet on the cgroupfs driver, where rkt's
+// RuntimeConfig says systemd; CRI-O refuses it too). A shared or default
+// parent (rkt run's /rkt) keeps system.slice.
+func checkCgroupParent(opts PodOptions, systemd bool) error {
+	if !systemd || !opts.OwnCgroupParent || opts.CgroupParent == "" {
+		return nil
+	}
+	if _, err := expandSlice(path.Base(opts.CgroupParent)); err != nil {
+		return fmt.Errorf("cgroup parent %q is not a systemd slice, and the pods' cgroups are systemd's here (a kubelet must use the systemd cgroup driver): %w", opts.CgroupParent, ErrInvalid)
 	}
 	return nil
 }

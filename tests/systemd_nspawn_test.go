@@ -94,6 +94,7 @@ func TestSystemdNspawn(t *testing.T) {
 				checkUnifiedPod(t, m)
 			}
 			checkPodSliceCPU(t, m)
+			checkCgroupfsParentRefused(t, m)
 			checkNoFailedUnits(t, m)
 			poweroffWithPods(t, m)
 			m.CheckHost()
@@ -422,6 +423,26 @@ func checkUnifiedPod(t *testing.T, m *testutil.Machine) {
 // usage (crictl statsp, ListPodSandboxStats) after the exit is at least
 // what it was before, as the kubelet's rates need (the slice keeps the
 // usage of its removed scopes).
+// checkCgroupfsParentRefused: under systemd, a sandbox whose cgroup parent
+// is a cgroupfs path (a kubelet on the cgroupfs driver) is refused, not run
+// with its apps in system.slice, out of its pod's limits.
+func checkCgroupfsParentRefused(t *testing.T, m *testutil.Machine) {
+	t.Helper()
+	podJSON, _ := json.Marshal(map[string]any{
+		"metadata":      map[string]any{"name": "cgroupfs", "namespace": "nspawn", "uid": "cgroupfs-uid"},
+		"log_directory": "/var/log/pods/cgroupfs",
+		"linux": map[string]any{"cgroup_parent": "/kubepods/burstable/podcgroupfs",
+			"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}}})
+	m.WriteFile("/root/cgroupfs-pod.json", string(podJSON), 0o644)
+	out, err := m.Exec("crictl", "runp", "/root/cgroupfs-pod.json")
+	if err == nil || !strings.Contains(err.Error(), "InvalidArgument") || !strings.Contains(err.Error(), "not a systemd slice") {
+		t.Errorf("crictl runp with a cgroupfs cgroup parent under systemd: %v\n%s", err, out)
+	}
+	if pods := m.MustExec("crictl", "pods", "-q", "--name", "cgroupfs"); strings.TrimSpace(pods) != "" {
+		t.Errorf("a refused sandbox is listed: %s", pods)
+	}
+}
+
 func checkPodSliceCPU(t *testing.T, m *testutil.Machine) {
 	t.Helper()
 	const slice = "kubepods-burstable-podcpu.slice"
