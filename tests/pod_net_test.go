@@ -3,10 +3,12 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -112,25 +114,55 @@ func TestPodNetNoneAndHost(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
+// freePort returns a TCP port free on all addresses right now, below the
+// kernel's ephemeral range (ip_local_port_range). A pod's host port is a
+// DNAT rule in the host's nat OUTPUT chain for every local address, held
+// by no socket: while the pod runs (or forever, if its teardown is lost),
+// connections to 127.0.0.1 on that port go to the pod. A port from the
+// ephemeral range (net.Listen(":0")) is one the kernel hands to any other
+// listener on 127.0.0.1:0 once freed, such as another package's test
+// server (store's registries): that server becomes unreachable and its
+// test waits for a 30 s dial timeout.
 func freePort(t testing.TB) int {
 	t.Helper()
 	handedOut.Lock()
 	defer handedOut.Unlock()
-	for {
+	low := ephemeralLow(t)
+	base := max(1024, low-16384)
+	for tries := 0; tries < 1000; tries++ {
+		port := base + rand.IntN(low-base)
+		if handedOut.ports[port] {
+			continue
+		}
 		// all addresses: the kubelet listens on 0.0.0.0
-		l, err := net.Listen("tcp", ":0")
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
 		if err != nil {
-			t.Fatal(err)
+			continue // in use
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		// the kernel may hand a port it just freed out again
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
+		handedOut.ports[port] = true
+		return port
 	}
+	t.Fatalf("no free TCP port in [%d, %d)", base, low)
+	return 0
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range.
+func ephemeralLow(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("unexpected ip_local_port_range %q", b)
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 2048 {
+		t.Fatalf("unexpected ip_local_port_range %q", b)
+	}
+	return low
 }
 
 // handedOut holds the ports freePort gave in this test process.
