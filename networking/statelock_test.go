@@ -21,14 +21,7 @@ func TestStateLockHonoursContext(t *testing.T) {
 	if err := cfg.ensureStateDir(); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := os.OpenFile(filepath.Join(cfg.stateDir(), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdLock(t, filepath.Join(cfg.stateDir(), "lock"))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -58,14 +51,7 @@ func TestGCIPAMLockHonoursContext(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if err := unix.Flock(int(holder.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdLock(t, filepath.Join(dir, "lock"))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -80,4 +66,20 @@ func TestGCIPAMLockHonoursContext(t *testing.T) {
 		<-done
 		t.Fatal("GC still waits for the IPAM lock 3 s after its context ended")
 	}
+}
+
+// holdLock takes an exclusive flock on path (created if missing), as
+// another process would hold it, until the test ends or the file is
+// closed.
+func holdLock(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

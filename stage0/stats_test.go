@@ -55,14 +55,14 @@ func TestPodSliceStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644))
-	must(os.MkdirAll(slice, 0o755))
+	must(os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o600))
+	must(os.MkdirAll(slice, 0o700))
 	for name, content := range map[string]string{
 		"cgroup.procs":   "",
 		"cpu.stat":       "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n",
 		"memory.current": "4096\n",
 	} {
-		must(os.WriteFile(filepath.Join(slice, name), []byte(content), 0o644))
+		must(os.WriteFile(filepath.Join(slice, name), []byte(content), 0o600))
 	}
 	r := &Runtime{log: slog.New(slog.DiscardHandler)}
 	// the burner exited: no app runs

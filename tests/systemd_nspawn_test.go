@@ -433,7 +433,7 @@ func checkCgroupfsParentRefused(t *testing.T, m *testutil.Machine) {
 		"log_directory": "/var/log/pods/cgroupfs",
 		"linux": map[string]any{"cgroup_parent": "/kubepods/burstable/podcgroupfs",
 			"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}}})
-	m.WriteFile("/root/cgroupfs-pod.json", string(podJSON), 0o644)
+	m.WriteFile("/root/cgroupfs-pod.json", string(podJSON), 0o600)
 	out, err := m.Exec("crictl", "runp", "/root/cgroupfs-pod.json")
 	if err == nil || !strings.Contains(err.Error(), "InvalidArgument") || !strings.Contains(err.Error(), "not a systemd slice") {
 		t.Errorf("crictl runp with a cgroupfs cgroup parent under systemd: %v\n%s", err, out)
@@ -451,7 +451,7 @@ func checkPodSliceCPU(t *testing.T, m *testutil.Machine) {
 		"hostname": "cpu", "log_directory": "/var/log/pods/cpu",
 		"linux": map[string]any{"cgroup_parent": slice,
 			"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}}})
-	m.WriteFile("/root/cpu-pod.json", string(podJSON), 0o644)
+	m.WriteFile("/root/cpu-pod.json", string(podJSON), 0o600)
 	pod := m.MustExec("crictl", "runp", "/root/cpu-pod.json")
 	ctrs := map[string]string{}
 	for name, cmd := range map[string]string{
@@ -462,7 +462,7 @@ func checkPodSliceCPU(t *testing.T, m *testutil.Machine) {
 		ctrJSON, _ := json.Marshal(map[string]any{
 			"metadata": map[string]any{"name": name}, "image": map[string]any{"image": "localhost/busybox:1"},
 			"command": []string{"sh", "-c", cmd}, "log_path": name + ".log", "linux": map[string]any{}})
-		m.WriteFile("/root/cpu-"+name+".json", string(ctrJSON), 0o644)
+		m.WriteFile("/root/cpu-"+name+".json", string(ctrJSON), 0o600)
 		ctrs[name] = m.MustExec("crictl", "create", pod, "/root/cpu-"+name+".json", "/root/cpu-pod.json")
 		m.MustExec("crictl", "start", ctrs[name])
 	}

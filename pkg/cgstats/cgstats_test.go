@@ -10,12 +10,23 @@ import (
 func write(t *testing.T, root, rel, body string) {
 	t.Helper()
 	p := filepath.Join(root, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fakeV2Root makes Root a temporary pure cgroup v2 hierarchy for the test.
+func fakeV2Root(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	old := Root
+	Root = root
+	t.Cleanup(func() { Root = old })
+	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	return root
 }
 
 func TestReadV1(t *testing.T) {
@@ -154,11 +165,7 @@ func TestReadV1Hierarchical(t *testing.T) {
 }
 
 func TestReadV2(t *testing.T) {
-	root := t.TempDir()
-	old := Root
-	Root = root
-	t.Cleanup(func() { Root = old })
-	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	root := fakeV2Root(t)
 	cg := "/pod/app"
 	write(t, root, cg+"/cgroup.procs", "7\n8\n")
 	write(t, root, cg+"/cgroup.threads", "7\n8\n9\n")
@@ -210,11 +217,7 @@ func TestReadV2(t *testing.T) {
 // v1's blkio.throttle files give them (the CRI's container_fs_* and
 // container_blkio_device_usage_total metrics).
 func TestReadV2IOStat(t *testing.T) {
-	root := t.TempDir()
-	old := Root
-	Root = root
-	t.Cleanup(func() { Root = old })
-	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	root := fakeV2Root(t)
 	cg := "/pod/app"
 	write(t, root, cg+"/cgroup.procs", "7\n")
 	write(t, root, cg+"/io.stat", "8:0 rbytes=4096 wbytes=512 rios=3 wios=1 dbytes=0 dios=0\n"+

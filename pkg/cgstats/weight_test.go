@@ -14,11 +14,7 @@ import (
 // 1024; other shares as shares that convert to the same weight (several
 // do).
 func TestReadV2CPUShares(t *testing.T) {
-	root := t.TempDir()
-	old := Root
-	Root = root
-	t.Cleanup(func() { Root = old })
-	write(t, root, "cgroup.controllers", "cpu memory pids io\n")
+	root := fakeV2Root(t)
 	cg := "/pod/app"
 	write(t, root, cg+"/cgroup.procs", "7\n")
 	// the kubelet's shares: BestEffort, 100m, 250m, 1, 1.5, 4, 25 CPUs, the max
