@@ -249,7 +249,8 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 
 	podPSS, busy := map[string]int{}, map[string]int{}
 	if only == "" {
-		podPSS, busy = measureTenPods(b, peers, lat, logDir)
+		podPSS, busy = measureTenPods(b, peers, lat, logDir, ref)
+		measurePulls(b, peers, lat, reg, 10)
 	}
 	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s; same host, same run (ms: p50, p99; memory: KiB):\n",
 		strings.Join(versions, ", "))
@@ -331,19 +332,28 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 	row := func(name string, val, p99 map[string]float64, goal string, pass func(ratio float64) bool) float64 {
 		cells, best := []string{fmt.Sprintf("%-26s", name)}, 0.0
 		for _, p := range peers {
-			if p99 == nil {
-				cells = append(cells, fmt.Sprintf("%.0f", val[p.name]), "-")
-			} else {
-				cells = append(cells, fmt.Sprintf("%.2f", val[p.name]), fmt.Sprintf("%.2f", p99[p.name]))
+			v, ok := val[p.name]
+			switch {
+			case !ok: // a call the peer does not implement
+				cells = append(cells, "-", "-")
+				continue
+			case p99 == nil:
+				cells = append(cells, fmt.Sprintf("%.0f", v), "-")
+			default:
+				cells = append(cells, fmt.Sprintf("%.2f", v), fmt.Sprintf("%.2f", p99[p.name]))
 			}
-			if p.ref && (best == 0 || val[p.name] < best) {
-				best = val[p.name]
+			if p.ref && (best == 0 || v < best) {
+				best = v
 			}
 		}
 		ratio := val["rkt"] / best
 		cells = append(cells, fmt.Sprintf("%.2f", ratio))
 		for _, p := range peers[1:] {
-			cells = append(cells, fmt.Sprintf("%.2f", val["rkt"]/val[p.name]))
+			if v, ok := val[p.name]; ok {
+				cells = append(cells, fmt.Sprintf("%.2f", val["rkt"]/v))
+			} else {
+				cells = append(cells, "-")
+			}
 		}
 		if goal != "" {
 			verdict := "FAIL"
@@ -355,20 +365,20 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 		fmt.Fprintln(w, "  "+strings.Join(append(cells, goal), "\t")+"\t")
 		return ratio
 	}
-	for _, name := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
+	rows := []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
 		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
 		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
-		"ListContainerStats", "ListPodSandboxStats", "Status"} {
-		p50, p99 := map[string]float64{}, map[string]float64{}
+		"ListContainerStats", "ListPodSandboxStats", "Status"}
+	for _, name := range append(append(rows, otherCalls...), pullCalls...) {
+		// a row needs rkt's times and a reference peer's
+		p50, p99, ref := map[string]float64{}, map[string]float64{}, false
 		for _, p := range peers {
-			l := lat[p.name][name]
-			if len(l) == 0 {
-				p50 = nil
-				break
+			if l := lat[p.name][name]; len(l) > 0 {
+				p50[p.name], p99[p.name] = ms(percentile(l, 50)), ms(percentile(l, 99))
+				ref = ref || p.ref
 			}
-			p50[p.name], p99[p.name] = ms(percentile(l, 50)), ms(percentile(l, 99))
 		}
-		if p50 == nil {
+		if _, ok := p50["rkt"]; !ok || !ref {
 			continue
 		}
 		goal, pass := "", func(float64) bool { return true }
@@ -376,9 +386,11 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 			goal, pass = fmt.Sprintf("<=%gx best", f), func(r float64) bool { return r <= f }
 		}
 		ratio := row(name, p50, p99, goal, pass)
-		metric := strings.ReplaceAll(name, " ", "-")
+		metric := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(name)
 		for _, p := range peers {
-			b.ReportMetric(p50[p.name], metric+"-"+p.name+"-p50-ms")
+			if v, ok := p50[p.name]; ok {
+				b.ReportMetric(v, metric+"-"+p.name+"-p50-ms")
+			}
 		}
 		b.ReportMetric(ratio, metric+"-ratio-best")
 	}
@@ -406,8 +418,9 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 
 // measureTenPods times the List/Status/Stats calls at 10 running pods of
 // each peer and returns each peer's mean per-pod PSS and its daemon's RSS
-// at 10 pods, the calls done (KiB).
-func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir string) (map[string]int, map[string]int) {
+// at 10 pods, the calls done (KiB); then it times the other calls
+// (measureOtherCalls) on those pods.
+func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDir, ref string) (map[string]int, map[string]int) {
 	ctx := context.Background()
 	pods := map[string][]string{}
 	ctrs := map[string][]string{}
@@ -465,6 +478,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 		}
 		podPSS[p.name] = sum / len(pods[p.name])
 	}
+	measureOtherCalls(b, peers, lat, pods, ctrs, ref, 50)
 	return podPSS, busy
 }
 
