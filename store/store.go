@@ -40,6 +40,7 @@ type Store struct {
 	dbTimeout time.Duration
 	configs   sync.Map // image ID -> *v1.ConfigFile, parsed once
 	keys      keyLocks // per blob digest / chain ID work in this process
+	usage     usageCache
 }
 
 // Open creates (if needed) and opens the store of the rkt data directory
