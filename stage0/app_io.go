@@ -13,34 +13,25 @@ import (
 // supervisor: exec, attach, resources, stats and logs.
 
 func (r *Runtime) exec(ctx context.Context, uuid string, o ExecOptions) (int, error) {
-	p, c, err := r.client(uuid)
-	if err != nil {
-		return -1, err
-	}
-	app, err := findApp(p, o.App)
-	if err != nil {
-		return -1, err
-	}
-	code, err := c.Exec(ctx, control.ExecRequest{
-		App: app, Args: o.Args, Env: o.Env, Cwd: o.Cwd, User: o.User, TTY: o.TTY,
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Resize: convertResize(ctx, o.Resize),
+	code := -1
+	err := r.onSupervisor(uuid, o.App, func(c *control.Client, app string) error {
+		var err error
+		code, err = c.Exec(ctx, control.ExecRequest{
+			App: app, Args: o.Args, Env: o.Env, Cwd: o.Cwd, User: o.User, TTY: o.TTY,
+			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Resize: convertResize(ctx, o.Resize),
+		})
+		return err
 	})
-	return code, appErr(err)
+	return code, err
 }
 
 func (r *Runtime) attach(ctx context.Context, uuid string, o AttachOptions) error {
-	p, c, err := r.client(uuid)
-	if err != nil {
-		return err
-	}
-	app, err := findApp(p, o.App)
-	if err != nil {
-		return err
-	}
-	return appErr(c.Attach(ctx, control.AttachRequest{
-		App: app, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY,
-		Resize: convertResize(ctx, o.Resize),
-	}))
+	return r.onSupervisor(uuid, o.App, func(c *control.Client, app string) error {
+		return c.Attach(ctx, control.AttachRequest{
+			App: app, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY,
+			Resize: convertResize(ctx, o.Resize),
+		})
+	})
 }
 
 // convertResize forwards TermSize values to the control client's type.
@@ -51,23 +42,13 @@ func convertResize(ctx context.Context, in <-chan TermSize) <-chan control.TermS
 }
 
 func (r *Runtime) updateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
-	p, c, err := r.client(uuid)
-	if err != nil {
-		return err
-	}
-	if app, err = findApp(p, app); err != nil {
-		return err
-	}
-	return appErr(c.UpdateResources(ctx, app, r.withoutMissingHugetlb(res)))
+	return r.onSupervisor(uuid, app, func(c *control.Client, app string) error {
+		return c.UpdateResources(ctx, app, r.withoutMissingHugetlb(res))
+	})
 }
 
 func (r *Runtime) reopenAppLog(ctx context.Context, uuid, app string) error {
-	p, c, err := r.client(uuid)
-	if err != nil {
-		return err
-	}
-	if app, err = findApp(p, app); err != nil {
-		return err
-	}
-	return appErr(c.ReopenLog(ctx, app))
+	return r.onSupervisor(uuid, app, func(c *control.Client, app string) error {
+		return c.ReopenLog(ctx, app)
+	})
 }

@@ -31,14 +31,31 @@ func (r *Runtime) runningPod(uuid string) (*pod, error) {
 	return p, nil
 }
 
-// client is a client of the supervisor of a running pod; a supervisor
-// gone meanwhile fails the call (ErrNotRunning through appErr).
-func (r *Runtime) client(uuid string) (*pod, *control.Client, error) {
+// onSupervisor runs call with a client of the supervisor of the running
+// pod uuid and the name of the app (app, or the pod's only one when
+// empty). A named app of a pod given by its full UUID is the supervisor's
+// to check, in run/, without reading the pod's state or manifest: its
+// answer proves the pod runs and it knows its apps. Only when nothing
+// answers there is the pod looked up, for the precise error (no such pod,
+// a pod not running). Errors are stage0's (appErr).
+func (r *Runtime) onSupervisor(uuid, app string, call func(c *control.Client, app string) error) error {
+	if app != "" && schema.IsUUID(uuid) {
+		err := call(control.NewClient(r.podAt(dirRun, uuid).dir), app)
+		if errors.Is(err, control.ErrNoSupervisor) {
+			if _, perr := r.runningPod(uuid); perr != nil {
+				return perr
+			}
+		}
+		return appErr(err)
+	}
 	p, err := r.runningPod(uuid)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return p, control.NewClient(p.dir), nil
+	if app, err = findApp(p, app); err != nil {
+		return err
+	}
+	return appErr(call(control.NewClient(p.dir), app))
 }
 
 // appErr maps control errors to stage0's.

@@ -77,3 +77,51 @@ func TestPrestartDroppedAfterCancel(t *testing.T) {
 		t.Error("the prestarted container of an app not added was not dropped")
 	}
 }
+
+// TestSupervisorCallsByUUID: a call on a named app of a pod given by its
+// full UUID is answered by the pod's supervisor (which knows its apps),
+// and when none answers the error still says whether the pod is missing
+// or not running.
+func TestSupervisorCallsByUUID(t *testing.T) {
+	rt := newTestRuntime(t)
+	ctx := context.Background()
+	missing, err := NewUUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.ReopenAppLog(ctx, missing, "web"); !errors.Is(err, ErrPodNotFound) {
+		t.Errorf("a pod that does not exist: %v, want ErrPodNotFound", err)
+	}
+	p, l := fakeSupervisorPod(t, rt)
+	reqs := make(chan control.Request, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			var req control.Request
+			if control.ReadMessage(bufio.NewReader(c), &req) == nil {
+				reqs <- req
+				if req.App == "web" {
+					c.Write([]byte("{}\n"))
+				} else {
+					c.Write([]byte(`{"error":"no such app","code":"not-found"}` + "\n"))
+				}
+			}
+			c.Close()
+		}
+	}()
+	if err := rt.ReopenAppLog(ctx, p.uuid, "web"); err != nil {
+		t.Errorf("reopen through the supervisor: %v", err)
+	} else if req := <-reqs; req.Op != control.OpReopen || req.App != "web" {
+		t.Errorf("the supervisor got %s %q, want %s web", req.Op, req.App, control.OpReopen)
+	}
+	if err := rt.ReopenAppLog(ctx, p.uuid, "db"); !errors.Is(err, ErrAppNotFound) {
+		t.Errorf("an app the supervisor does not know: %v, want ErrAppNotFound", err)
+	}
+	l.Close()
+	if err := rt.ReopenAppLog(ctx, p.uuid, "web"); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("a pod whose supervisor is gone: %v, want ErrNotRunning", err)
+	}
+}
