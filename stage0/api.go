@@ -199,7 +199,11 @@ func (r *Runtime) ReopenAppLog(ctx context.Context, uuid, app string) error {
 	return r.reopenAppLog(ctx, uuid, app)
 }
 
-// ImagesInUse returns the IDs of images used by any pod.
+// ImagesInUse returns the IDs of images used by any pod: from the
+// in-memory view when the Runtime has one, else from disk.
 func (r *Runtime) ImagesInUse() (map[string]bool, error) {
+	if r.view != nil {
+		return r.view.imagesInUse()
+	}
 	return ImagesInUse(r.cfg.DataDir)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rkt/rkt/pkg/schema"
@@ -172,4 +174,75 @@ func TestBackToBackRemovals(t *testing.T) {
 	if got := rawApps(t, p); !slices.Equal(got, []string{"d=sha256:d", "e=sha256:e"}) {
 		t.Errorf("manifest after three removals and an add: %v", got)
 	}
+}
+
+// TestImagesInUseFromView: the service's ImagesInUse (from its view, each
+// app's record read once) answers what a read of every pod on disk does,
+// as apps with image volumes are replaced by others of their name and
+// removed.
+func TestImagesInUseFromView(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt, err := New(Config{DataDir: dir, Images: fakeImages{}, Stage1Path: "/nonexistent/stage1", Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	check := func(when string, want ...string) {
+		t.Helper()
+		got, err := rt.ImagesInUse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		disk, err := ImagesInUse(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, disk) {
+			t.Errorf("%s: %v from the view, %v from disk", when, got, disk)
+		}
+		var ids []string
+		for id := range got {
+			ids = append(ids, strings.TrimPrefix(id, "sha256:"))
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, want) {
+			t.Errorf("%s: images in use %v, want %v", when, ids, want)
+		}
+	}
+	vol := func(img string) []Mount { return []Mount{{Image: img, Destination: "/data"}} }
+	uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{
+		{Image: "a", Name: "a", Mounts: vol("vol1")}, {Image: "b", Name: "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("prepared", "a", "b", "vol1")
+	if err := rt.RemoveApp(ctx, uuid, "a"); err != nil {
+		t.Fatal(err)
+	}
+	rt.waitRemovals(uuid)
+	p, err := rt.findPod(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := rt.lockManifest(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = rt.addAppRecord(ctx, p, AppOptions{Name: "a", Image: "a2", Mounts: vol("vol2")})
+	ml.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.changed(uuid)
+	check("app a replaced", "a2", "b", "vol2")
+	if err := rt.RemoveApp(ctx, uuid, "a"); err != nil {
+		t.Fatal(err)
+	}
+	rt.waitRemovals(uuid)
+	check("app a removed", "b")
+	if err := rt.Remove(ctx, uuid, false); err != nil {
+		t.Fatal(err)
+	}
+	check("pod removed")
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 
 	"github.com/rkt/rkt/pkg/schema"
 )
@@ -51,5 +53,51 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			}
 		}
 	}
+	return inUse, nil
+}
+
+// appVolumeImages keeps the images of each app's image volumes, which are
+// in its record: written before the app is listed and never changed (an
+// app added again under the same name is a new one, of another CreatedAt).
+type appVolumeImages struct {
+	mu   sync.Mutex
+	byID map[string][]string // "<pod uuid>/<app name>/<created, unix ns>" -> image IDs
+}
+
+// imagesInUse is ImagesInUse from the view's pods: each app's record is
+// read once, when the app is first seen.
+func (v *podView) imagesInUse() (map[string]bool, error) {
+	pods, _, err := v.list()
+	if err != nil {
+		return nil, err
+	}
+	inUse := map[string]bool{}
+	v.volumes.mu.Lock()
+	defer v.volumes.mu.Unlock()
+	seen := make(map[string][]string, len(v.volumes.byID))
+	for _, ps := range pods {
+		if ps.Manifest == nil {
+			continue // an embryo
+		}
+		for _, a := range ps.Manifest.Apps {
+			inUse[a.Image.ID] = true
+			key := ps.UUID + "/" + a.Name + "/" + strconv.FormatInt(a.CreatedAt.UnixNano(), 10)
+			ids, ok := v.volumes.byID[key]
+			if !ok {
+				rec, err := readAppRecord(&pod{dir: ps.Dir}, a.Name)
+				if err != nil {
+					continue // the pod moved or is going: read again next time
+				}
+				for _, img := range rec.ImageVolumes {
+					ids = append(ids, img.ID)
+				}
+			}
+			seen[key] = ids
+			for _, id := range ids {
+				inUse[id] = true
+			}
+		}
+	}
+	v.volumes.byID = seen // apps gone are forgotten
 	return inUse, nil
 }

@@ -77,6 +77,8 @@ type podView struct {
 	stateDirs map[string]stateDirWatch
 	// nextCheck is when checkStateDirs looks at the paths again (unix ns)
 	nextCheck atomic.Int64
+
+	volumes appVolumeImages // for imagesInUse
 }
 
 // stateDirWatch is the watch of a state directory and its identity.
