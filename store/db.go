@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	bolt "go.etcd.io/bbolt"
@@ -205,6 +206,16 @@ func (t *txn) getRef(ref string) string {
 	return string(t.tx.Bucket(bucketRefs).Get([]byte(ref)))
 }
 
+// idsWithPrefix lists the image IDs that start with prefix.
+func (t *txn) idsWithPrefix(prefix string) []string {
+	c := t.tx.Bucket(bucketImages).Cursor()
+	var ids []string
+	for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Next() {
+		ids = append(ids, string(k))
+	}
+	return ids
+}
+
 // deleteImage removes an image and every reference to it.
 func (t *txn) deleteImage(r *imageRecord) error {
 	refs := t.tx.Bucket(bucketRefs)
@@ -300,23 +311,9 @@ func parseBoltMeta(b []byte) (m boltMeta, ok bool) {
 	return boltMeta{pageSize: le.Uint32(b[8:]), pgid: le.Uint64(b[40:]), txid: le.Uint64(b[48:])}, true
 }
 
-// checkDBSize refuses a database file shorter than its newest valid meta
-// page says (bbolt would fault on the missing pages: SIGBUS, which kills
-// the process). A missing or empty file, or one without a valid meta page,
-// is left to bbolt (which creates, or refuses, it).
-func checkDBSize(path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("cannot open store database %q: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("cannot stat store database %q: %w", path, err)
-	}
+// newestBoltMeta reads the meta pages of the open database f and returns
+// the newest valid one; ok is false when none is.
+func newestBoltMeta(f *os.File) (newest boltMeta, ok bool) {
 	buf := make([]byte, boltPageHeader+boltMetaLen)
 	var metas []boltMeta
 	if _, err := f.ReadAt(buf, 0); err == nil {
@@ -334,13 +331,37 @@ func checkDBSize(path string) error {
 		}
 	}
 	if len(metas) == 0 {
-		return nil
+		return newest, false
 	}
-	newest := metas[0]
+	newest = metas[0]
 	for _, m := range metas[1:] {
 		if m.txid > newest.txid {
 			newest = m
 		}
+	}
+	return newest, true
+}
+
+// checkDBSize refuses a database file shorter than its newest valid meta
+// page says (bbolt would fault on the missing pages: SIGBUS, which kills
+// the process). A missing or empty file, or one without a valid meta page,
+// is left to bbolt (which creates, or refuses, it).
+func checkDBSize(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot open store database %q: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("cannot stat store database %q: %w", path, err)
+	}
+	newest, ok := newestBoltMeta(f)
+	if !ok {
+		return nil
 	}
 	if want := int64(newest.pgid) * int64(newest.pageSize); fi.Size() < want {
 		return fmt.Errorf("cannot open store database %q: it has %d bytes, its index needs %d (truncated by a crash or a copy; move it aside to start an empty index, or restore it): %w",

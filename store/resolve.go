@@ -21,9 +21,9 @@ func (s *Store) ResolveImage(ref string) (*Image, error) {
 // transaction (the index is opened once, not twice, per container).
 func (s *Store) ResolveImageForUse(ref string) (*Image, bool, error) {
 	var rec *imageRecord
-	err := s.view(func(tx *txn) error {
+	err := s.readIndex(func(x indexReader) error {
 		var err error
-		rec, err = resolve(tx, ref)
+		rec, err = resolve(x, ref)
 		return err
 	})
 	if err != nil {
@@ -47,7 +47,7 @@ func isHexPrefix(s string) bool {
 	return err == nil
 }
 
-func resolve(tx *txn, ref string) (*imageRecord, error) {
+func resolve(tx indexReader, ref string) (*imageRecord, error) {
 	ref = strings.TrimSpace(ref)
 	if p, ok := strings.CutPrefix(ref, "sha256:"); ok {
 		if !isHexPrefix(p) {
@@ -80,7 +80,7 @@ func resolve(tx *txn, ref string) (*imageRecord, error) {
 
 // resolveName finds the image a name:tag or name@digest reference points
 // at; nil if none (or ref is no reference).
-func resolveName(tx *txn, ref string) (*imageRecord, error) {
+func resolveName(tx indexReader, ref string) (*imageRecord, error) {
 	r, err := ParseReference(ref)
 	if err != nil {
 		return nil, nil
@@ -97,12 +97,8 @@ func resolveName(tx *txn, ref string) (*imageRecord, error) {
 }
 
 // resolveID finds the one image whose ID starts with prefix; nil if none.
-func resolveID(tx *txn, ref, prefix string) (*imageRecord, error) {
-	c := tx.tx.Bucket(bucketImages).Cursor()
-	var ids []string
-	for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Next() {
-		ids = append(ids, string(k))
-	}
+func resolveID(tx indexReader, ref, prefix string) (*imageRecord, error) {
+	ids := tx.idsWithPrefix(prefix)
 	switch len(ids) {
 	case 0:
 		return nil, nil
@@ -115,9 +111,9 @@ func resolveID(tx *txn, ref, prefix string) (*imageRecord, error) {
 // ListImages returns every image of the store, oldest import first.
 func (s *Store) ListImages() ([]*Image, error) {
 	var recs []*imageRecord
-	if err := s.view(func(tx *txn) error {
+	if err := s.readIndex(func(x indexReader) error {
 		var err error
-		recs, err = tx.allImages()
+		recs, err = x.allImages()
 		return err
 	}); err != nil {
 		return nil, err

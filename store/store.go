@@ -41,6 +41,7 @@ type Store struct {
 	configs   sync.Map // image ID -> *v1.ConfigFile, parsed once
 	keys      keyLocks // per blob digest / chain ID work in this process
 	usage     usageCache
+	snap      snapshotCache // KeepIndex
 }
 
 // Open creates (if needed) and opens the store of the rkt data directory

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestKeptIndexFollowsOtherWriters: a Store that keeps its index answers
+// as a fresh read of the database does after every change another
+// process (here another Store) makes: pulls, a tag moved to a new image,
+// removals, and the database file replaced.
+func TestKeptIndexFollowsOtherWriters(t *testing.T) {
+	reg := startRegistry(t)
+	dir := t.TempDir()
+	kept, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.KeepIndex()
+	other, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, refs ...string) {
+		t.Helper()
+		got, err := kept.ListImages()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := other.ListImages()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := func(imgs []*Image) (out []string) {
+			for _, i := range imgs {
+				out = append(out, i.ID+" "+slices.Concat(i.Names, i.RepoDigests)[0])
+			}
+			return out
+		}
+		if !slices.Equal(ids(got), ids(want)) {
+			t.Errorf("%s: kept index lists %v, the database %v", when, ids(got), ids(want))
+		}
+		for _, ref := range refs {
+			a, errA := kept.ResolveImage(ref)
+			b, errB := other.ResolveImage(ref)
+			switch {
+			case (errA == nil) != (errB == nil):
+				t.Errorf("%s: %s resolves to %v from the kept index, %v from the database", when, ref, errA, errB)
+			case errA == nil && a.ID != b.ID:
+				t.Errorf("%s: %s is %s in the kept index, %s in the database", when, ref, a.ID, b.ID)
+			}
+		}
+	}
+	one := reg.push(t, "k/one:1", testImage(t, "ONE=1", []entry{{name: "a", body: "a"}}))
+	two := reg.push(t, "k/two:1", testImage(t, "TWO=1", []entry{{name: "b", body: "b"}}))
+	ctx := context.Background()
+	check("empty", one)
+	img1, err := other.Fetch(ctx, one, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a pull", one, img1.ID, img1.ShortID())
+	if _, err := other.Fetch(ctx, two, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after another", one, two)
+	moved := reg.push(t, "k/one:1", testImage(t, "ONE=2", []entry{{name: "c", body: "c"}}))
+	if _, err := other.Fetch(ctx, moved, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after the tag moved", one, two, img1.ID)
+	if _, err := other.RemoveImage(two, RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a removal", one, two)
+	db := filepath.Join(dir, casDir, dbDir, dbFile)
+	if err := os.Rename(db, db+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = Open(dir); err != nil { // a new, empty index
+		t.Fatal(err)
+	}
+	check("after the database was replaced", one, two)
+}
+
+// TestKeptIndexReadsWithoutTheLock: while nothing changed, a lookup in a
+// kept index does not open the database, so it is not held up by a
+// writer's lock (a long transaction of another process).
+func TestKeptIndexReadsWithoutTheLock(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "k/lock:1", testImage(t, "L=1", []entry{{name: "a", body: "a"}}))
+	s := newStore(t)
+	if _, err := s.Fetch(context.Background(), ref, FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetDBTimeout(200 * time.Millisecond)
+	f, err := os.Open(s.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lock := func() {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock()
+	if _, err := s.ResolveImage(ref); err == nil {
+		t.Fatal("a lookup without a kept index passed a writer's lock: the test cannot tell")
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	s.KeepIndex()
+	if _, err := s.ResolveImage(ref); err != nil { // decodes the index
+		t.Fatal(err)
+	}
+	lock()
+	if _, err := s.ResolveImage(ref); err != nil {
+		t.Errorf("a lookup in the kept index waited for the writer's lock: %v", err)
+	}
+	if _, err := s.ListImages(); err != nil {
+		t.Errorf("a list of the kept index waited for the writer's lock: %v", err)
+	}
+	if _, err := s.ResolveImage("k/absent:1"); !errors.Is(err, ErrImageNotFound) {
+		t.Errorf("an absent image in the kept index: %v, want ErrImageNotFound", err)
+	}
+}
