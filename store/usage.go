@@ -3,9 +3,11 @@ package store
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,51 +22,115 @@ type Usage struct {
 // usageCache keeps the measured usage of the store's blobs and layer trees.
 // Both never change once in place (a blob's name is its digest, a tree's
 // its chain ID, and both are renamed into place complete), so each is
-// measured once and its figures kept while its name is listed.
+// measured once and its figures kept while its name is listed; and the
+// two directories are listed again only when their modification time
+// says an entry came or went.
 type usageCache struct {
-	mu    sync.Mutex
-	known map[string]Usage // "blobs/sha256/<hex>", "tree/<name>" -> its usage
+	mu   sync.Mutex
+	dirs map[string]*keptDir // blobsDir, treeDir
 }
 
+// keptDir is what was measured of the blobs' or the trees' directory.
+type keptDir struct {
+	mtime    syscall.Timespec // the directory's when listed
+	listedAt time.Time        // taken before the listing
+	entries  map[string]Usage // by name
+	sum      Usage            // of the entries
+}
+
+// racyMtime is how long before a listing a directory's modification time
+// must be for a later call to trust that an unchanged one means unchanged
+// entries: a change within the file system's timestamp granularity (a
+// clock tick, or more on some file systems) of the listing may leave it
+// as it was.
+const racyMtime = time.Second
+
 // Usage returns the store's disk usage and mountpoint. Hard links are
-// counted once. It lists the store and measures only the blobs and trees
-// it has not measured before (the kubelet asks every few seconds; a walk
-// of every layer's files would cost as much as the layers have files).
+// counted once. It measures only the blobs and trees it has not measured
+// before, and lists them only when they changed (the kubelet asks every
+// few seconds; a walk of every layer's files would cost as much as the
+// layers have files).
 func (s *Store) Usage() (*Usage, error) {
 	s.usage.mu.Lock()
 	defer s.usage.mu.Unlock()
-	immutable := map[string]bool{filepath.Join(s.dir, blobsDir): true, filepath.Join(s.dir, treeDir): true}
-	listed := make(map[string]Usage, len(s.usage.known))
+	kept := map[string]string{filepath.Join(s.dir, blobsDir): blobsDir, filepath.Join(s.dir, treeDir): treeDir}
+	dirs := make(map[string]*keptDir, len(kept))
 	u, err := walkUsage(s.dir, func(p string, d fs.DirEntry) (Usage, bool) {
-		if !immutable[filepath.Dir(p)] {
+		rel, ok := kept[p]
+		if !ok {
 			return Usage{}, false
 		}
-		rel := p[len(s.dir)+1:]
-		c, ok := s.usage.known[rel]
+		own, ok := fileUsage(d, nil)
 		if !ok {
-			if d.IsDir() {
-				m, err := walkUsage(p, nil)
-				if err != nil {
-					return Usage{}, false // measured again next time
-				}
-				c = *m
-			} else if c, ok = fileUsage(d, map[uint64]bool{}); !ok {
-				return Usage{}, false
-			}
+			return Usage{}, false
 		}
-		listed[rel] = c
-		return c, true
+		fi, err := d.Info() // cached by fileUsage's call
+		if err != nil {
+			return Usage{}, false
+		}
+		k, err := s.usage.listDir(p, fi.Sys().(*syscall.Stat_t).Mtim, s.usage.dirs[rel])
+		if err != nil {
+			return Usage{}, false // walked as any directory
+		}
+		dirs[rel] = k
+		return Usage{Bytes: own.Bytes + k.sum.Bytes, Inodes: own.Inodes + k.sum.Inodes}, true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot measure store %q: %w", s.dir, err)
 	}
-	s.usage.known = listed // what is gone is forgotten
+	s.usage.dirs = dirs
 	mp, err := mountpointOf(s.dir)
 	if err != nil {
 		return nil, err
 	}
 	u.Mountpoint = mp
 	return u, nil
+}
+
+// listDir returns what dir (the blobs' or the trees' directory, of
+// modification time mtime) holds: prev when its time says nothing came or
+// went since prev was listed, else a new listing that measures only the
+// entries prev does not have.
+func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) (*keptDir, error) {
+	if prev != nil && prev.mtime == mtime && time.Unix(mtime.Unix()).Before(prev.listedAt.Add(-racyMtime)) {
+		return prev, nil
+	}
+	k := &keptDir{mtime: mtime, listedAt: time.Now(), entries: map[string]Usage{}}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := f.ReadDir(-1) // unsorted
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		u, ok := prev.entry(e.Name())
+		if !ok {
+			if e.IsDir() {
+				m, err := walkUsage(filepath.Join(dir, e.Name()), nil)
+				if err != nil {
+					continue // measured next time
+				}
+				u = *m
+			} else if u, ok = fileUsage(e, nil); !ok {
+				continue
+			}
+		}
+		k.entries[e.Name()] = u
+		k.sum.Bytes += u.Bytes
+		k.sum.Inodes += u.Inodes
+	}
+	return k, nil
+}
+
+func (k *keptDir) entry(name string) (Usage, bool) {
+	if k == nil {
+		return Usage{}, false
+	}
+	u, ok := k.entries[name]
+	return u, ok
 }
 
 // walkUsage sums the usage of the tree at root. For each entry below root,
@@ -96,7 +162,7 @@ func walkUsage(root string, known func(p string, d fs.DirEntry) (Usage, bool)) (
 }
 
 // fileUsage is the usage of one entry: none for a further link to an inode
-// in seen.
+// in seen (nil: links are not looked at).
 func fileUsage(d fs.DirEntry, seen map[uint64]bool) (Usage, bool) {
 	fi, err := d.Info()
 	if err != nil {
@@ -106,7 +172,7 @@ func fileUsage(d fs.DirEntry, seen map[uint64]bool) (Usage, bool) {
 	if !ok {
 		return Usage{}, false
 	}
-	if st.Nlink > 1 && !d.IsDir() {
+	if seen != nil && st.Nlink > 1 && !d.IsDir() {
 		if seen[st.Ino] {
 			return Usage{}, true
 		}

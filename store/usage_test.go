@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// agedDirs sets the modification time of the blobs' and trees' directories
+// an hour back, as on a node whose store has not changed for a while.
+func agedDirs(t *testing.T, s *Store) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{blobsDir, treeDir} {
+		if err := os.Chtimes(filepath.Join(s.Dir(), d), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func checkUsage(t *testing.T, s *Store, when string) {
+	t.Helper()
+	got, err := s.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := walkUsage(s.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Bytes != want.Bytes || got.Inodes != want.Inodes {
+		t.Errorf("%s: Usage %d bytes, %d inodes; a full walk %d, %d", when, got.Bytes, got.Inodes, want.Bytes, want.Inodes)
+	}
+}
+
+// TestUsageListsChangedDirs: once the blobs' and trees' directories are
+// old, Usage trusts their unchanged modification time; an image pulled or
+// removed after that changes it, and is counted.
+func TestUsageListsChangedDirs(t *testing.T) {
+	reg := startRegistry(t)
+	refA := reg.push(t, "u/a:1", testImage(t, "A=1", []entry{{name: "a", body: "a"}}))
+	refB := reg.push(t, "u/b:1", testImage(t, "B=1", []entry{{name: "b", body: "b"}}))
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Fetch(ctx, refA, FetchOptions{Unpack: true}); err != nil {
+		t.Fatal(err)
+	}
+	agedDirs(t, s)
+	checkUsage(t, s, "aged")
+	checkUsage(t, s, "aged, again")
+	if _, err := s.Fetch(ctx, refB, FetchOptions{Unpack: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after a pull")
+	agedDirs(t, s)
+	checkUsage(t, s, "aged after a pull")
+	if _, err := s.RemoveImage(refA, RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after a removal")
+	// any other time than the listed one is a change, an older one too
+	// (a store restored from a backup)
+	if _, err := s.Fetch(ctx, refA, FetchOptions{Unpack: true}); err != nil {
+		t.Fatal(err)
+	}
+	agedDirs(t, s)
+	checkUsage(t, s, "after a pull, the times set back")
+}
+
+// TestUsageRacyMtime: a directory whose modification time was within a
+// timestamp's granularity of its listing is listed again, though its time
+// did not move: a change in the same clock tick (simulated here by
+// putting the time back) would otherwise be missed.
+func TestUsageRacyMtime(t *testing.T) {
+	s := newStore(t)
+	blobs := filepath.Join(s.Dir(), blobsDir)
+	var st syscall.Stat_t
+	if err := syscall.Stat(blobs, &st); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "empty") // listed within a second of its last change
+	if err := os.WriteFile(filepath.Join(blobs, "0123"), make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Unix(st.Mtim.Unix())
+	if err := os.Chtimes(blobs, mtime, mtime); err != nil { // the same tick
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "a blob added in the same tick")
+}
