@@ -151,6 +151,9 @@ func recordedTag(r Reference) string {
 
 // retag points r's tag at the stored image with the given repo digest.
 func (s *Store) retag(r Reference, repoDigest string) (*Image, error) {
+	if img, ok := s.tagged(recordedTag(r), repoDigest); ok {
+		return img, nil // nothing to record: no write
+	}
 	var rec *imageRecord
 	err := s.update(func(tx *txn) error {
 		id := tx.getRef(repoDigest)
@@ -175,6 +178,25 @@ func (s *Store) retag(r Reference, repoDigest string) (*Image, error) {
 		return nil, err
 	}
 	return rec.image()
+}
+
+// tagged returns the image repoDigest names when tag ("": none) names it
+// too.
+func (s *Store) tagged(tag, repoDigest string) (*Image, bool) {
+	var img *Image
+	err := s.readIndex(func(x indexReader) error {
+		id := x.getRef(repoDigest)
+		if id == "" || (tag != "" && x.getRef(tag) != id) {
+			return nil
+		}
+		rec, err := x.getImage(id)
+		if err != nil || rec == nil {
+			return err
+		}
+		img, err = rec.image()
+		return err
+	})
+	return img, err == nil && img != nil
 }
 
 func platform(opts FetchOptions) v1.Platform {

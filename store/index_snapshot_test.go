@@ -131,3 +131,44 @@ func TestKeptIndexReadsWithoutTheLock(t *testing.T) {
 		t.Errorf("an absent image in the kept index: %v, want ErrImageNotFound", err)
 	}
 }
+
+// TestRepullWritesNothing: asking the registry again for an image the
+// store has as it serves it (PullUpdate: the CRI's PullImage, at every
+// container start under the kubelet's Always policy) commits no
+// transaction; a new name of the image does.
+func TestRepullWritesNothing(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "k/again:1", testImage(t, "A=1", []entry{{name: "a", body: "a"}}))
+	s := newStore(t)
+	ctx := context.Background()
+	txid := func() uint64 {
+		t.Helper()
+		v, ok := s.newestState()
+		if !ok {
+			t.Fatal("no valid meta page")
+		}
+		return v.txid
+	}
+	first, err := s.Fetch(ctx, ref, FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := txid()
+	again, err := s.Fetch(ctx, ref, FetchOptions{PullPolicy: PullUpdate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := txid(); after != before || again.ID != first.ID {
+		t.Errorf("a pull of an unchanged image: txid %d -> %d, image %s -> %s", before, after, first.ID, again.ID)
+	}
+	alias := reg.push(t, "k/alias:1", testImage(t, "A=1", []entry{{name: "a", body: "a"}}))
+	if _, err := s.Fetch(ctx, alias, FetchOptions{PullPolicy: PullUpdate}); err != nil {
+		t.Fatal(err)
+	}
+	if got := txid(); got == before {
+		t.Error("a new name of the image was not recorded")
+	}
+	if img, err := s.ResolveImage(alias); err != nil || img.ID != first.ID {
+		t.Errorf("the new name: %v, %v", img, err)
+	}
+}

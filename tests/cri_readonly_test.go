@@ -45,7 +45,11 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 	svc := startCRIService(t, env)
 	c := dialCRI(t, svc)
 	logDir := podLogDirOf(t, svc)
-	ref, imgID := pullTestImage(t, c)
+	reg := testutil.StartRegistry(t)
+	ref := reg.Push(t, "rkt-test/busybox:1", testutil.Busybox(t))
+	pulled, err := c.PullImage(rpcCtx(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	must(t, "PullImage", err)
+	imgID := pulled.ImageRef
 	pod, ctr := runPodWithContainer(t, c, "ro-0", imgID, logDir)
 
 	// what ext4 does on an error it cannot go on after
@@ -113,7 +117,12 @@ func TestCRIReadOnlyDataDir(t *testing.T) {
 			t.Errorf("%s on a read-only data dir: %v; want %s naming the read-only file system", what, err, code)
 		}
 	}
-	_, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	// the image the node has, as the registry serves it: nothing to write
+	if _, err := c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		t.Errorf("PullImage of the image the node has, on a read-only data dir: %v", err)
+	}
+	other := reg.Push(t, "rkt-test/other:1", testutil.Image(t, testutil.ImageConfig{Cmd: []string{"true"}}, peerBusyboxLayer(t)))
+	_, err = c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: other}})
 	writeFails("PullImage", err, "FailedPrecondition")
 	_, err = c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig("ro-1", logDir)})
 	writeFails("RunPodSandbox", err, "FailedPrecondition")
