@@ -46,7 +46,8 @@ func newCRIService(cfg Config) (*criService, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.KeepIndex() // ImageStatus before every container, from memory
+	st.KeepIndex()           // ImageStatus before every container, from memory
+	st.RemovesInBackground() // image GC's RemoveImage returns once the names are gone
 	netCfg := stage0.NetConfig{DataDir: cfg.DataDir, ConfDir: cfg.CNIConfDir, PluginDirs: cfg.CNIPluginDirs}
 	logger := cfg.Logger
 	rt, err := stage0.New(stage0.Config{

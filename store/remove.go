@@ -53,33 +53,48 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 	if err != nil {
 		return img, err
 	}
-	for _, d := range imageBlobs(&removed.Image) {
+	t, err := s.newTrash()
+	if err != nil {
+		return img, err
+	}
+	err = s.trashUnused(t, removed, keepBlobs, keepTrees, opts.InUse[removed.ID])
+	if emptyErr := t.empty(); err == nil {
+		err = emptyErr
+	}
+	return img, err
+}
+
+// trashUnused puts into t the blobs of the removed image rec that no image
+// keeps, and its trees that no image keeps and none mounts unless the
+// image is in use (its trees are then left to GC: a pod may mount them).
+func (s *Store) trashUnused(t *trash, rec *imageRecord, keepBlobs, keepTrees map[string]bool, inUse bool) error {
+	for _, d := range imageBlobs(&rec.Image) {
 		if keepBlobs[d] {
 			continue
 		}
 		if h, err := digestHex(d); err == nil {
-			if err := os.Remove(s.blobPath(h)); err != nil && !os.IsNotExist(err) {
-				return img, fmt.Errorf("cannot remove blob %s: %w", d, err)
+			if err := t.put(s.blobPath(h)); err != nil {
+				return err
 			}
 		}
 	}
-	if opts.InUse[removed.ID] {
-		return img, nil
+	if inUse {
+		return nil
 	}
 	mounted, err := s.mountedTrees()
 	if err != nil {
-		return img, err
+		return err
 	}
-	for _, l := range removed.Layers {
+	for _, l := range rec.Layers {
 		h, err := digestHex(l.ChainID)
 		if err != nil || keepTrees[h] || mounted[h] {
 			continue
 		}
-		if err := s.removeTreeDir(h); err != nil {
-			return img, err
+		if err := t.put(s.treePath(h)); err != nil {
+			return err
 		}
 	}
-	return img, nil
+	return nil
 }
 
 // imageBlobs lists the digests of the blobs an image is made of.
@@ -112,23 +127,17 @@ func referenced(tx *txn) (blobs, trees map[string]bool, err error) {
 	return blobs, trees, nil
 }
 
-// removeTreeDir removes a tree by first renaming it into tmp, so a crash
-// never leaves a half-removed tree under its visible name.
+// removeTreeDir removes a tree through a trash (see trash).
 func (s *Store) removeTreeDir(hex string) error {
-	tmp, lock, err := s.newTempDir("rm")
+	t, err := s.newTrash()
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	dst := tmp + "/tree"
-	if err := os.Rename(s.treePath(hex), dst); err != nil {
-		os.Remove(tmp)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return fmt.Errorf("cannot remove tree %s: %w", hex, err)
+	if err := t.put(s.treePath(hex)); err != nil {
+		t.empty()
+		return err
 	}
-	return removeTree(tmp)
+	return t.empty()
 }
 
 func removeTree(p string) error {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,16 @@ func countDir(t *testing.T, p string) int {
 	return len(e)
 }
 
+// TestRemoveImage removes images deleting at once and in the background:
+// either way their names, blobs and trees are gone when RemoveImage
+// returns, and the background leaves nothing once done.
 func TestRemoveImage(t *testing.T) {
+	for _, bg := range []bool{false, true} {
+		t.Run(fmt.Sprint("background=", bg), func(t *testing.T) { testRemoveImage(t, bg) })
+	}
+}
+
+func testRemoveImage(t *testing.T, bg bool) {
 	reg := startRegistry(t)
 	base := []entry{{name: "base", body: "shared"}}
 	a := testImage(t, "IMG=a", base, []entry{{name: "a", body: "a"}})
@@ -28,6 +38,9 @@ func TestRemoveImage(t *testing.T) {
 	reg.push(t, "rm/a:2", a)
 	refB := reg.push(t, "rm/b:1", b)
 	s := newStore(t)
+	if bg {
+		s.RemovesInBackground()
+	}
 	ctx := context.Background()
 	imgA, err := s.Fetch(ctx, refA, FetchOptions{})
 	if err != nil {
@@ -84,6 +97,10 @@ func TestRemoveImage(t *testing.T) {
 	}
 	if n := countDir(t, s.Dir()+"/tree"); n != 2 {
 		t.Errorf("%d trees after forced removal, want 2 kept", n)
+	}
+	s.WaitRemovals()
+	if n := countDir(t, s.tmpPath()); n != 0 {
+		t.Errorf("%d temporary entries left after the removals", n)
 	}
 }
 

@@ -42,6 +42,7 @@ type Store struct {
 	keys      keyLocks // per blob digest / chain ID work in this process
 	usage     usageCache
 	snap      snapshotCache // KeepIndex
+	bg        background    // RemovesInBackground
 }
 
 // Open creates (if needed) and opens the store of the rkt data directory
