@@ -28,6 +28,9 @@ type Usage struct {
 type usageCache struct {
 	mu   sync.Mutex
 	dirs map[string]*keptDir // blobsDir, treeDir
+	// the mountpoint found for the store's device
+	dev        uint64
+	mountpoint string
 }
 
 // keptDir is what was measured of the blobs' or the trees' directory.
@@ -60,26 +63,23 @@ func (s *Store) Usage() (*Usage, error) {
 		if !ok {
 			return Usage{}, false
 		}
-		own, ok := fileUsage(d, nil)
-		if !ok {
-			return Usage{}, false
-		}
-		fi, err := d.Info() // cached by fileUsage's call
+		fi, err := d.Info()
 		if err != nil {
 			return Usage{}, false
 		}
-		k, err := s.usage.listDir(p, fi.Sys().(*syscall.Stat_t).Mtim, s.usage.dirs[rel])
+		st := fi.Sys().(*syscall.Stat_t)
+		k, err := s.usage.listDir(p, st.Mtim, s.usage.dirs[rel])
 		if err != nil {
 			return Usage{}, false // walked as any directory
 		}
 		dirs[rel] = k
-		return Usage{Bytes: own.Bytes + k.sum.Bytes, Inodes: own.Inodes + k.sum.Inodes}, true
+		return Usage{Bytes: uint64(st.Blocks)*512 + k.sum.Bytes, Inodes: 1 + k.sum.Inodes}, true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot measure store %q: %w", s.dir, err)
 	}
 	s.usage.dirs = dirs
-	mp, err := mountpointOf(s.dir)
+	mp, err := s.usage.mountpointOf(s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -181,12 +181,25 @@ func fileUsage(d fs.DirEntry, seen map[uint64]bool) (Usage, bool) {
 	return Usage{Bytes: uint64(st.Blocks) * 512, Inodes: 1}, true
 }
 
-// mountpointOf walks up from p until the device changes.
-func mountpointOf(p string) (string, error) {
+// mountpointOf walks up from p until the device changes, once for each
+// device p is on.
+func (c *usageCache) mountpointOf(p string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(p, &st); err != nil {
 		return "", fmt.Errorf("cannot stat %q: %w", p, err)
 	}
+	if c.mountpoint != "" && c.dev == st.Dev {
+		return c.mountpoint, nil
+	}
+	mp, err := walkToMountpoint(p, &st)
+	if err == nil {
+		c.dev, c.mountpoint = st.Dev, mp
+	}
+	return mp, err
+}
+
+// walkToMountpoint walks up from p, of stat st, until the device changes.
+func walkToMountpoint(p string, st *unix.Stat_t) (string, error) {
 	for p != "/" {
 		parent := filepath.Dir(p)
 		var pst unix.Stat_t
