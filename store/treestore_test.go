@@ -1,7 +1,6 @@
 package store
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"os"
@@ -200,52 +199,6 @@ func TestUsage(t *testing.T) {
 	if u.Mountpoint == "" || !strings.HasPrefix(s.Dir(), u.Mountpoint) {
 		t.Errorf("mountpoint %q does not contain %q", u.Mountpoint, s.Dir())
 	}
-}
-
-// TestUsageKeptFiguresFollowTheStore checks that the figures Usage keeps
-// for blobs and trees stay those of a full walk as images come and go,
-// their layers shared or not.
-func TestUsageKeptFiguresFollowTheStore(t *testing.T) {
-	reg := startRegistry(t)
-	shared := []entry{{name: "shared", body: strings.Repeat("s", 300<<10)}}
-	refA := reg.push(t, "u/a:1", testImage(t, "A=1", shared, []entry{{name: "a", body: strings.Repeat("a", 200<<10)}}))
-	refB := reg.push(t, "u/b:1", testImage(t, "B=1", shared,
-		[]entry{{name: "b1", body: "b"}, {name: "b2", typ: tar.TypeLink, linkname: "b1"}}))
-	s := newStore(t)
-	ctx := context.Background()
-	check := func(when string) {
-		t.Helper()
-		got, err := s.Usage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := walkUsage(s.Dir(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Bytes != want.Bytes || got.Inodes != want.Inodes {
-			t.Errorf("%s: Usage %d bytes, %d inodes; a full walk %d, %d", when, got.Bytes, got.Inodes, want.Bytes, want.Inodes)
-		}
-	}
-	check("empty")
-	for _, ref := range []string{refA, refB} {
-		if _, err := s.Fetch(ctx, ref, FetchOptions{Unpack: true}); err != nil {
-			t.Fatal(err)
-		}
-		check("after " + ref)
-	}
-	if _, err := s.RemoveImage(refA, RemoveOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	check("after removing " + refA)
-	if _, err := s.RemoveImage(refB, RemoveOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	check("after removing " + refB)
-	if _, err := s.Fetch(ctx, refA, FetchOptions{Unpack: true}); err != nil {
-		t.Fatal(err)
-	}
-	check("after fetching " + refA + " again")
 }
 
 func TestFetchWithUnpack(t *testing.T) {

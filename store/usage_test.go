@@ -1,9 +1,11 @@
 package store
 
 import (
+	"archive/tar"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,4 +92,36 @@ func TestUsageRacyMtime(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUsage(t, s, "a blob added in the same tick")
+}
+
+// TestUsageKeptFiguresFollowTheStore checks that the figures Usage keeps
+// for blobs and trees stay those of a full walk as images come and go,
+// their layers shared or not.
+func TestUsageKeptFiguresFollowTheStore(t *testing.T) {
+	reg := startRegistry(t)
+	shared := []entry{{name: "shared", body: strings.Repeat("s", 300<<10)}}
+	refA := reg.push(t, "u/a:1", testImage(t, "A=1", shared, []entry{{name: "a", body: strings.Repeat("a", 200<<10)}}))
+	refB := reg.push(t, "u/b:1", testImage(t, "B=1", shared,
+		[]entry{{name: "b1", body: "b"}, {name: "b2", typ: tar.TypeLink, linkname: "b1"}}))
+	s := newStore(t)
+	ctx := context.Background()
+	checkUsage(t, s, "empty")
+	for _, ref := range []string{refA, refB} {
+		if _, err := s.Fetch(ctx, ref, FetchOptions{Unpack: true}); err != nil {
+			t.Fatal(err)
+		}
+		checkUsage(t, s, "after "+ref)
+	}
+	if _, err := s.RemoveImage(refA, RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after removing "+refA)
+	if _, err := s.RemoveImage(refB, RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after removing "+refB)
+	if _, err := s.Fetch(ctx, refA, FetchOptions{Unpack: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after fetching "+refA+" again")
 }
