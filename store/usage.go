@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,24 +20,32 @@ type Usage struct {
 	Mountpoint string // mountpoint of the filesystem holding the store
 }
 
-// usageCache keeps the measured usage of the store's blobs and layer trees.
-// Both never change once in place (a blob's name is its digest, a tree's
-// its chain ID, and both are renamed into place complete), so each is
-// measured once and its figures kept while its name is listed; and the
-// two directories are listed again only when their modification time
-// says an entry came or went.
+// usageCache keeps what Usage measured. The store's blobs and layer trees
+// never change once in place (a blob's name is its digest, a tree's its
+// chain ID, and both are renamed into place complete), so each is
+// measured once and its figures kept while its name is listed. And a
+// directory is listed again only when its modification time says an entry
+// came or went; the other entries' sizes are read at each call.
 type usageCache struct {
-	mu   sync.Mutex
-	dirs map[string]*keptDir // blobsDir, treeDir
+	mu       sync.Mutex
+	kept     map[string]*keptDir // the blobs' and trees' directories
+	listings map[string]*listing // the other directories
 	// the mountpoint found for the store's device
 	dev        uint64
 	mountpoint string
 }
 
-// keptDir is what was measured of the blobs' or the trees' directory.
-type keptDir struct {
+// listing is a directory's entries as of its modification time.
+type listing struct {
 	mtime    syscall.Timespec // the directory's when listed
 	listedAt time.Time        // taken before the listing
+	names    []string
+}
+
+// keptDir is what was measured of the blobs' or the trees' directory.
+type keptDir struct {
+	mtime    syscall.Timespec
+	listedAt time.Time
 	entries  map[string]Usage // by name
 	sum      Usage            // of the entries
 }
@@ -48,43 +57,103 @@ type keptDir struct {
 // as it was.
 const racyMtime = time.Second
 
+// unchanged reports whether a directory of modification time mtime still
+// holds what was listed at listedAt when it had the time was.
+func unchanged(mtime, was syscall.Timespec, listedAt time.Time) bool {
+	return mtime == was && time.Unix(mtime.Unix()).Before(listedAt.Add(-racyMtime))
+}
+
 // Usage returns the store's disk usage and mountpoint. Hard links are
 // counted once. It measures only the blobs and trees it has not measured
-// before, and lists them only when they changed (the kubelet asks every
-// few seconds; a walk of every layer's files would cost as much as the
-// layers have files).
+// before, and lists a directory only when it changed (the kubelet asks
+// every few seconds; a walk of every layer's files would cost as much as
+// the layers have files).
 func (s *Store) Usage() (*Usage, error) {
 	s.usage.mu.Lock()
 	defer s.usage.mu.Unlock()
-	kept := map[string]string{filepath.Join(s.dir, blobsDir): blobsDir, filepath.Join(s.dir, treeDir): treeDir}
-	dirs := make(map[string]*keptDir, len(kept))
-	u, err := walkUsage(s.dir, func(p string, d fs.DirEntry) (Usage, bool) {
-		rel, ok := kept[p]
-		if !ok {
-			return Usage{}, false
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return Usage{}, false
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		k, err := s.usage.listDir(p, st.Mtim, s.usage.dirs[rel])
-		if err != nil {
-			return Usage{}, false // walked as any directory
-		}
-		dirs[rel] = k
-		return Usage{Bytes: uint64(st.Blocks)*512 + k.sum.Bytes, Inodes: 1 + k.sum.Inodes}, true
-	})
-	if err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(s.dir, &st); err != nil {
 		return nil, fmt.Errorf("cannot measure store %q: %w", s.dir, err)
 	}
-	s.usage.dirs = dirs
+	w := usageWalk{c: &s.usage, u: &Usage{}, seen: map[uint64]bool{},
+		kept:     map[string]bool{filepath.Join(s.dir, blobsDir): true, filepath.Join(s.dir, treeDir): true},
+		nextKept: map[string]*keptDir{}, nextListings: map[string]*listing{}}
+	if err := w.dir(s.dir, &st); err != nil {
+		return nil, fmt.Errorf("cannot measure store %q: %w", s.dir, err)
+	}
+	s.usage.kept, s.usage.listings = w.nextKept, w.nextListings // what is gone is forgotten
 	mp, err := s.usage.mountpointOf(s.dir)
 	if err != nil {
 		return nil, err
 	}
-	u.Mountpoint = mp
-	return u, nil
+	w.u.Mountpoint = mp
+	return w.u, nil
+}
+
+// usageWalk is one walk of Usage.
+type usageWalk struct {
+	c            *usageCache
+	u            *Usage
+	seen         map[uint64]bool     // inodes of hard links counted
+	kept         map[string]bool     // the blobs' and trees' directories
+	nextKept     map[string]*keptDir // nil: nothing kept for the next walk
+	nextListings map[string]*listing
+}
+
+// dir adds the usage of directory p, of stat st, and of what it holds.
+func (w *usageWalk) dir(p string, st *syscall.Stat_t) error {
+	w.add(st)
+	if w.kept[p] {
+		k, err := w.c.listDir(p, st.Mtim, w.c.kept[p])
+		if err != nil {
+			return err
+		}
+		w.nextKept[p] = k
+		w.u.Bytes += k.sum.Bytes
+		w.u.Inodes += k.sum.Inodes
+		return nil
+	}
+	l := w.c.listings[p]
+	if l == nil || !unchanged(st.Mtim, l.mtime, l.listedAt) {
+		l = &listing{mtime: st.Mtim, listedAt: time.Now()}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		l.names, err = f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if w.nextListings != nil {
+		w.nextListings[p] = l
+	}
+	for _, name := range l.names {
+		q := p + "/" + name
+		var est syscall.Stat_t
+		if syscall.Lstat(q, &est) != nil {
+			continue // removed meanwhile
+		}
+		if est.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			w.add(&est)
+		} else if err := w.dir(q, &est); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// add counts one inode, a further link to an inode already seen excepted.
+func (w *usageWalk) add(st *syscall.Stat_t) {
+	if st.Nlink > 1 && st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		if w.seen[st.Ino] {
+			return
+		}
+		w.seen[st.Ino] = true
+	}
+	w.u.Bytes += uint64(st.Blocks) * 512
+	w.u.Inodes++
 }
 
 // listDir returns what dir (the blobs' or the trees' directory, of
@@ -92,7 +161,7 @@ func (s *Store) Usage() (*Usage, error) {
 // went since prev was listed, else a new listing that measures only the
 // entries prev does not have.
 func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) (*keptDir, error) {
-	if prev != nil && prev.mtime == mtime && time.Unix(mtime.Unix()).Before(prev.listedAt.Add(-racyMtime)) {
+	if prev != nil && unchanged(mtime, prev.mtime, prev.listedAt) {
 		return prev, nil
 	}
 	k := &keptDir{mtime: mtime, listedAt: time.Now(), entries: map[string]Usage{}}
@@ -100,25 +169,21 @@ func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) 
 	if err != nil {
 		return nil, err
 	}
-	entries, err := f.ReadDir(-1) // unsorted
+	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		u, ok := prev.entry(e.Name())
+	for _, name := range names {
+		u, ok := prev.entry(name)
 		if !ok {
-			if e.IsDir() {
-				m, err := walkUsage(filepath.Join(dir, e.Name()), nil)
-				if err != nil {
-					continue // measured next time
-				}
-				u = *m
-			} else if u, ok = fileUsage(e, nil); !ok {
-				continue
+			m, err := walkUsage(dir + "/" + name)
+			if err != nil {
+				continue // measured next time
 			}
+			u = *m
 		}
-		k.entries[e.Name()] = u
+		k.entries[name] = u
 		k.sum.Bytes += u.Bytes
 		k.sum.Inodes += u.Inodes
 	}
@@ -133,52 +198,20 @@ func (k *keptDir) entry(name string) (Usage, bool) {
 	return u, ok
 }
 
-// walkUsage sums the usage of the tree at root. For each entry below root,
-// known may give its whole usage (a directory's then is not read).
-func walkUsage(root string, known func(p string, d fs.DirEntry) (Usage, bool)) (*Usage, error) {
-	u := &Usage{}
-	seen := map[uint64]bool{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // entries removed while walking are not an error
-		}
-		if known != nil && p != root {
-			if c, ok := known(p, d); ok {
-				u.Bytes += c.Bytes
-				u.Inodes += c.Inodes
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-		}
-		if c, ok := fileUsage(d, seen); ok {
-			u.Bytes += c.Bytes
-			u.Inodes += c.Inodes
-		}
-		return nil
-	})
-	return u, err
-}
-
-// fileUsage is the usage of one entry: none for a further link to an inode
-// in seen (nil: links are not looked at).
-func fileUsage(d fs.DirEntry, seen map[uint64]bool) (Usage, bool) {
-	fi, err := d.Info()
-	if err != nil {
-		return Usage{}, false
+// walkUsage sums the usage of the tree (or file) at root, reading all of
+// it.
+func walkUsage(root string) (*Usage, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(root, &st); err != nil {
+		return nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return Usage{}, false
+	w := usageWalk{c: &usageCache{}, u: &Usage{}, seen: map[uint64]bool{}}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		w.add(&st)
+	} else if err := w.dir(root, &st); err != nil {
+		return nil, err
 	}
-	if seen != nil && st.Nlink > 1 && !d.IsDir() {
-		if seen[st.Ino] {
-			return Usage{}, true
-		}
-		seen[st.Ino] = true
-	}
-	return Usage{Bytes: uint64(st.Blocks) * 512, Inodes: 1}, true
+	return w.u, nil
 }
 
 // mountpointOf walks up from p until the device changes, once for each

@@ -3,6 +3,7 @@ package store
 import (
 	"archive/tar"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,16 +12,48 @@ import (
 	"time"
 )
 
-// agedDirs sets the modification time of the blobs' and trees' directories
-// an hour back, as on a node whose store has not changed for a while.
+// agedDirs sets the modification time of the store's directories (but
+// those inside layer trees) an hour back, as on a node whose store has not
+// changed for a while.
 func agedDirs(t *testing.T, s *Store) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
-	for _, d := range []string{blobsDir, treeDir} {
+	for _, d := range []string{".", "blobs", blobsDir, dbDir, treeDir, tmpDir} {
 		if err := os.Chtimes(filepath.Join(s.Dir(), d), old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// duOf is what du counts under root: allocated bytes and inodes, each
+// hard-linked file once (written apart from Usage's walk, to check it).
+func duOf(t *testing.T, root string) Usage {
+	t.Helper()
+	var u Usage
+	seen := map[uint64]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if !d.IsDir() && st.Nlink > 1 {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		u.Bytes += uint64(st.Blocks) * 512
+		u.Inodes++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func checkUsage(t *testing.T, s *Store, when string) {
@@ -29,10 +62,7 @@ func checkUsage(t *testing.T, s *Store, when string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := walkUsage(s.Dir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := duOf(t, s.Dir())
 	if got.Bytes != want.Bytes || got.Inodes != want.Inodes {
 		t.Errorf("%s: Usage %d bytes, %d inodes; a full walk %d, %d", when, got.Bytes, got.Inodes, want.Bytes, want.Inodes)
 	}
@@ -70,6 +100,14 @@ func TestUsageListsChangedDirs(t *testing.T) {
 	}
 	agedDirs(t, s)
 	checkUsage(t, s, "after a pull, the times set back")
+	if err := os.WriteFile(filepath.Join(s.Dir(), dbDir, "other"), make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "a file added to an aged directory")
+	if err := os.WriteFile(filepath.Join(s.Dir(), dbDir, "other"), make([]byte, 256<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "that file grown")
 }
 
 // TestUsageRacyMtime: a directory whose modification time was within a
@@ -92,6 +130,19 @@ func TestUsageRacyMtime(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUsage(t, s, "a blob added in the same tick")
+
+	// the same in any other directory of the store
+	if err := syscall.Stat(s.Dir(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir(), "extra"), make([]byte, 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime = time.Unix(st.Mtim.Unix())
+	if err := os.Chtimes(s.Dir(), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "a file added at the top in the same tick")
 }
 
 // TestUsageKeptFiguresFollowTheStore checks that the figures Usage keeps
