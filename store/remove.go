@@ -65,8 +65,8 @@ func (s *Store) RemoveImage(ref string, opts RemoveOptions) (*Image, error) {
 }
 
 // trashUnused puts into t the blobs of the removed image rec that no image
-// keeps, and its trees that no image keeps and none mounts unless the
-// image is in use (its trees are then left to GC: a pod may mount them).
+// keeps and, unless the image is in use (a pod may mount its trees: GC
+// takes them later), its trees that no image keeps and nothing mounts.
 func (s *Store) trashUnused(t *trash, rec *imageRecord, keepBlobs, keepTrees map[string]bool, inUse bool) error {
 	for _, d := range imageBlobs(&rec.Image) {
 		if keepBlobs[d] {
