@@ -45,10 +45,9 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			pd.DropRemovedApps(&pm)
 			for _, a := range pm.Apps {
 				inUse[a.Image.ID] = true
-				if rec, err := readAppRecord(&pod{dir: filepath.Join(dir, e.Name())}, a.Name); err == nil {
-					for _, img := range rec.ImageVolumes {
-						inUse[img.ID] = true
-					}
+				ids, _ := volumeImages(string(pd), a.Name)
+				for _, id := range ids {
+					inUse[id] = true
 				}
 			}
 		}
@@ -84,12 +83,9 @@ func (v *podView) imagesInUse() (map[string]bool, error) {
 			key := ps.UUID + "/" + a.Name + "/" + strconv.FormatInt(a.CreatedAt.UnixNano(), 10)
 			ids, ok := v.volumes.byID[key]
 			if !ok {
-				rec, err := readAppRecord(&pod{dir: ps.Dir}, a.Name)
-				if err != nil {
+				var err error
+				if ids, err = volumeImages(ps.Dir, a.Name); err != nil {
 					continue // the pod moved or is going: read again next time
-				}
-				for _, img := range rec.ImageVolumes {
-					ids = append(ids, img.ID)
 				}
 			}
 			seen[key] = ids
@@ -100,4 +96,18 @@ func (v *podView) imagesInUse() (map[string]bool, error) {
 	}
 	v.volumes.byID = seen // apps gone are forgotten
 	return inUse, nil
+}
+
+// volumeImages returns the IDs of the images of the image volumes of app
+// in the pod directory dir, from its record.
+func volumeImages(dir, app string) ([]string, error) {
+	rec, err := readAppRecord(&pod{dir: dir}, app)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, img := range rec.ImageVolumes {
+		ids = append(ids, img.ID)
+	}
+	return ids, nil
 }

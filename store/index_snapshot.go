@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -59,8 +60,8 @@ func (x *indexSnapshot) idsWithPrefix(prefix string) []string {
 // snapshotCache holds the snapshot of a Store that keeps its index
 // (KeepIndex).
 type snapshotCache struct {
+	on   atomic.Bool
 	mu   sync.Mutex
-	on   bool
 	last *indexSnapshot
 }
 
@@ -73,19 +74,12 @@ type snapshotCache struct {
 // checksum, and the other is then the newest committed one) and decodes
 // the index again when it moved, whoever wrote it. A short-lived process
 // should not: its first lookup would decode every record.
-func (s *Store) KeepIndex() {
-	s.snap.mu.Lock()
-	s.snap.on = true
-	s.snap.mu.Unlock()
-}
+func (s *Store) KeepIndex() { s.snap.on.Store(true) }
 
 // readIndex runs fn on the kept snapshot when the Store keeps its index,
 // else on a read-only transaction.
 func (s *Store) readIndex(fn func(indexReader) error) error {
-	s.snap.mu.Lock()
-	on := s.snap.on
-	s.snap.mu.Unlock()
-	if !on {
+	if !s.snap.on.Load() {
 		return s.view(func(tx *txn) error { return fn(tx) })
 	}
 	x, err := s.snapshot()

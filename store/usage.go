@@ -44,10 +44,9 @@ type listing struct {
 
 // keptDir is what was measured of the blobs' or the trees' directory.
 type keptDir struct {
-	mtime    syscall.Timespec
-	listedAt time.Time
-	entries  map[string]Usage // by name
-	sum      Usage            // of the entries
+	listing
+	entries map[string]Usage // by name
+	sum     Usage            // of the entries
 }
 
 // racyMtime is how long before a listing a directory's modification time
@@ -57,10 +56,22 @@ type keptDir struct {
 // as it was.
 const racyMtime = time.Second
 
-// unchanged reports whether a directory of modification time mtime still
-// holds what was listed at listedAt when it had the time was.
-func unchanged(mtime, was syscall.Timespec, listedAt time.Time) bool {
-	return mtime == was && time.Unix(mtime.Unix()).Before(listedAt.Add(-racyMtime))
+// current reports whether l is still what its directory holds, the
+// directory's modification time being mtime.
+func (l *listing) current(mtime syscall.Timespec) bool {
+	return l != nil && mtime == l.mtime && time.Unix(mtime.Unix()).Before(l.listedAt.Add(-racyMtime))
+}
+
+// list reads the entries of directory p, of modification time mtime.
+func list(p string, mtime syscall.Timespec) (listing, error) {
+	l := listing{mtime: mtime, listedAt: time.Now()} // the time before the reading
+	f, err := os.Open(p)
+	if err != nil {
+		return l, err
+	}
+	defer f.Close()
+	l.names, err = f.Readdirnames(-1)
+	return l, err
 }
 
 // Usage returns the store's disk usage and mountpoint. Hard links are
@@ -94,10 +105,10 @@ func (s *Store) Usage() (*Usage, error) {
 type usageWalk struct {
 	c            *usageCache
 	u            *Usage
-	seen         map[uint64]bool     // inodes of hard links counted
-	kept         map[string]bool     // the blobs' and trees' directories
-	nextKept     map[string]*keptDir // nil: nothing kept for the next walk
-	nextListings map[string]*listing
+	seen         map[uint64]bool // inodes of hard links counted
+	kept         map[string]bool // the blobs' and trees' directories
+	nextKept     map[string]*keptDir
+	nextListings map[string]*listing // nil: nothing kept for the next walk
 }
 
 // dir adds the usage of directory p, of stat st, and of what it holds.
@@ -114,17 +125,12 @@ func (w *usageWalk) dir(p string, st *syscall.Stat_t) error {
 		return nil
 	}
 	l := w.c.listings[p]
-	if l == nil || !unchanged(st.Mtim, l.mtime, l.listedAt) {
-		l = &listing{mtime: st.Mtim, listedAt: time.Now()}
-		f, err := os.Open(p)
+	if !l.current(st.Mtim) {
+		fresh, err := list(p, st.Mtim)
 		if err != nil {
 			return err
 		}
-		l.names, err = f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return err
-		}
+		l = &fresh
 	}
 	if w.nextListings != nil {
 		w.nextListings[p] = l
@@ -161,20 +167,15 @@ func (w *usageWalk) add(st *syscall.Stat_t) {
 // went since prev was listed, else a new listing that measures only the
 // entries prev does not have.
 func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) (*keptDir, error) {
-	if prev != nil && unchanged(mtime, prev.mtime, prev.listedAt) {
+	if prev != nil && prev.current(mtime) {
 		return prev, nil
 	}
-	k := &keptDir{mtime: mtime, listedAt: time.Now(), entries: map[string]Usage{}}
-	f, err := os.Open(dir)
+	l, err := list(dir, mtime)
 	if err != nil {
 		return nil, err
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
+	k := &keptDir{listing: l, entries: map[string]Usage{}}
+	for _, name := range l.names {
 		u, ok := prev.entry(name)
 		if !ok {
 			m, err := walkUsage(dir + "/" + name)
