@@ -170,9 +170,11 @@ func (r *Runtime) Attach(ctx context.Context, uuid string, opts AttachOptions) e
 	return r.attach(ctx, uuid, opts)
 }
 
-// UpdateAppResources changes the cgroup limits of a running app.
+// UpdateAppResources changes the cgroup limits of a running app. The pod's
+// status and the app's spec stay as they are (the supervisor writes
+// nothing; the limits in force are read with the stats), so the view keeps
+// the pod: only its stats are dropped.
 func (r *Runtime) UpdateAppResources(ctx context.Context, uuid, app string, res *specs.LinuxResources) error {
-	defer r.changed(uuid)
 	if r.stats != nil {
 		if p, err := r.findPod(uuid); err == nil {
 			defer r.stats.forget(p.uuid) // the limits in force changed

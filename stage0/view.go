@@ -104,11 +104,11 @@ type viewEntry struct {
 }
 
 // keptSpec is an app's runtime spec and the identity of the file it was
-// read from. The spec is written when the app is made (and again by
-// UpdateAppResources), while the pod changes all the time (an app starts,
-// exits, its supervisor goes lean): after a change of the pod, one stat of
-// the file tells whether the spec is still the same (reading and parsing
-// it again, with the pod manifest to find the app, took ~0.3 ms).
+// read from. The spec is written once, when the app is made, while the pod
+// changes all the time (an app starts, exits, its supervisor goes lean):
+// after a change of the pod, one stat of the file tells whether the spec
+// is still the same (reading and parsing it again, with the pod manifest
+// to find the app, took ~0.3 ms).
 type keptSpec struct {
 	spec *specs.Spec
 	file fileID
