@@ -574,6 +574,10 @@ type fakeStore struct {
 	holds  int // Holds not closed
 	// LayerPaths calls made without, and with, a Hold
 	unheldReads, heldReads int
+	// pullAlloc is what a Pull allocates on the heap (a download's
+	// buffers), kept in pulled
+	pullAlloc int
+	pulled    []byte
 }
 
 func newFakeStore() *fakeStore {
@@ -627,6 +631,9 @@ func (s *fakeStore) Pull(ctx context.Context, ref string, opts store.PullOptions
 	s.pulls = append(s.pulls, opts)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.pullAlloc > 0 {
+		s.pulled = make([]byte, s.pullAlloc)
 	}
 	name := normalized(ref)
 	img, ok := s.remote[name]

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -29,7 +29,7 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 	if err != nil {
 		return nil, err
 	}
-	c.pulls.Add(1)
+	c.pullStart()
 	defer c.pullDone()
 	img, err := c.store.Pull(ctx, ref, store.PullOptions{
 		FetchOptions: store.FetchOptions{
@@ -50,15 +50,42 @@ func (c *criService) PullImage(ctx context.Context, r *runtimeapi.PullImageReque
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
 }
 
-// pullDone ends a pull. A pull grows the heap by several MiB for a moment
-// (decompression and copy buffers); the Go runtime keeps such pages until
-// its background scavenger gets to them, so the last pull running returns
-// them to the OS at once (a GC of the service's heap: a few ms, after the
-// answer).
-func (c *criService) pullDone() {
-	if c.pulls.Add(-1) == 0 {
-		go debug.FreeOSMemory()
+// pullStart begins a pull; pullDone ends it.
+func (c *criService) pullStart() {
+	c.pullMu.Lock()
+	defer c.pullMu.Unlock()
+	if c.pulls == 0 {
+		c.pullAllocs = heapAllocs()
 	}
+	c.pulls++
+}
+
+// pullFreeMin is the heap a burst of pulls allocates from which the last
+// one to end returns the free pages to the OS: a pull that downloads a
+// layer allocates hundreds of KiB or more, one of an image the node has
+// tens of KiB (a manifest request).
+const pullFreeMin = 256 << 10
+
+// pullDone ends a pull. A pull that downloads grows the heap by up to
+// several MiB for a moment (decompression and copy buffers); the Go runtime keeps
+// such pages until its background scavenger gets to them, so the last pull
+// running returns them to the OS at once (a GC of the service's heap: a
+// few ms, after the answer). A pull of an image the node has (every
+// container start under the kubelet's Always policy) gets no forced GC.
+func (c *criService) pullDone() {
+	c.pullMu.Lock()
+	defer c.pullMu.Unlock()
+	c.pulls--
+	if c.pulls == 0 && heapAllocs()-c.pullAllocs >= pullFreeMin {
+		go c.freeOSMemory()
+	}
+}
+
+// heapAllocs returns the bytes the process allocated on its heap so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // pullAuth translates the kubelet's registry credentials.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -58,4 +59,35 @@ func TestPullImageErrors(t *testing.T) {
 	cancel()
 	_, err = e.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
 	wantCode(t, "cancelled pull", err, codes.Canceled)
+}
+
+// TestPullFreesMemoryAfterDownloads: the heap a pull's download grew is
+// returned to the OS after it; a pull that downloads nothing (an image the
+// node has, at every container start under the Always policy) forces no GC.
+func TestPullFreesMemoryAfterDownloads(t *testing.T) {
+	e := newTestEnv(t)
+	frees := make(chan struct{}, 10)
+	e.svc.freeOSMemory = func() { frees <- struct{}{} }
+	img := testImage("registry.local:5000/app:v1")
+	e.store.remote[img.Names[0]] = img
+	pull := func(alloc int) {
+		e.store.mu.Lock()
+		e.store.pullAlloc = alloc
+		e.store.mu.Unlock()
+		if _, err := e.is.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: img.Names[0]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pull(4 * pullFreeMin)
+	select {
+	case <-frees:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no memory returned after a pull that downloaded")
+	}
+	pull(0)
+	select {
+	case <-frees:
+		t.Error("memory returned after a pull that downloaded nothing")
+	case <-time.After(100 * time.Millisecond):
+	}
 }

@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +32,11 @@ type criService struct {
 	events         *eventBus
 	stats          *cpuSampler
 	snap           atomic.Pointer[listSnapshot] // the last kept one
-	pulls          atomic.Int32                 // PullImage calls running
-	stopping       <-chan struct{}              // closed when the service shuts down
+	pullMu         sync.Mutex
+	pulls          int             // PullImage calls running
+	pullAllocs     uint64          // the heap's allocations when the first of them began
+	freeOSMemory   func()          // after pulls (tests: counts the calls)
+	stopping       <-chan struct{} // closed when the service shuts down
 	// creating holds the IDs of the sandboxes and containers being
 	// created, from their name's reservation until their creation returns
 	creating sync.Map
@@ -87,6 +91,7 @@ func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criS
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
+		freeOSMemory:   debug.FreeOSMemory,
 	}
 }
 
