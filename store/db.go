@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"sort"
@@ -169,8 +170,30 @@ func (t *txn) putImage(r *imageRecord) error {
 }
 
 func (t *txn) allImages() ([]*imageRecord, error) {
+	recs, _, err := t.allImagesReusing(nil)
+	return recs, err
+}
+
+// recordSeed seeds the hashes that tell an unchanged image record
+// (allImagesReusing): secret to whoever writes records, so that none can
+// be made to collide with another.
+var recordSeed = maphash.MakeSeed()
+
+// allImagesReusing is allImages, taking from prev (if not nil) the decoded
+// record of each image whose encoding is the same as then; it also
+// returns the hashes of the encodings it read, by image ID.
+func (t *txn) allImagesReusing(prev *indexSnapshot) ([]*imageRecord, map[string]uint64, error) {
 	var out []*imageRecord
+	sums := map[string]uint64{}
 	err := t.tx.Bucket(bucketImages).ForEach(func(k, v []byte) error {
+		sum := maphash.Bytes(recordSeed, v)
+		sums[string(k)] = sum
+		if prev != nil {
+			if r := prev.images[string(k)]; r != nil && prev.sums[string(k)] == sum {
+				out = append(out, r)
+				return nil
+			}
+		}
 		var r imageRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("corrupt store record of image %s: %w", k, err)
@@ -181,7 +204,7 @@ func (t *txn) allImages() ([]*imageRecord, error) {
 	if err == nil {
 		t.pruneConfigs(out)
 	}
-	return out, err
+	return out, sums, err
 }
 
 // pruneConfigs drops from the cache of parsed configs the images that recs,

@@ -25,7 +25,8 @@ type indexReader interface {
 type indexSnapshot struct {
 	dbState
 	images map[string]*imageRecord
-	ids    []string // sorted
+	sums   map[string]uint64 // the hash of each record's encoding
+	ids    []string          // sorted
 	refs   map[string]string
 }
 
@@ -101,10 +102,13 @@ func (s *Store) snapshot() (*indexSnapshot, error) {
 	}
 	x := &indexSnapshot{images: map[string]*imageRecord{}, refs: map[string]string{}}
 	err := s.view(func(tx *txn) error {
-		recs, err := tx.allImages()
+		// a write changes one or a few records: the others are not
+		// decoded again
+		recs, sums, err := tx.allImagesReusing(last)
 		if err != nil {
 			return err
 		}
+		x.sums = sums
 		for _, r := range recs {
 			x.images[r.ID] = r
 			x.ids = append(x.ids, r.ID)

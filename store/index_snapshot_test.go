@@ -90,6 +90,60 @@ func TestKeptIndexFollowsOtherWriters(t *testing.T) {
 	check("after the database was replaced", one, two)
 }
 
+// TestKeptIndexDecodesChangedRecordsOnly: after another process changed
+// one image's record (a MarkUsed), the kept index answers with the new
+// record and keeps the decoded records of the others.
+func TestKeptIndexDecodesChangedRecordsOnly(t *testing.T) {
+	reg := startRegistry(t)
+	dir := t.TempDir()
+	kept, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.KeepIndex()
+	other, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var ids []string
+	for _, ref := range []string{
+		reg.push(t, "k/used:1", testImage(t, "U=1", []entry{{name: "a", body: "a"}})),
+		reg.push(t, "k/idle:1", testImage(t, "I=1", []entry{{name: "b", body: "b"}})),
+	} {
+		img, err := other.Fetch(ctx, ref, FetchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, img.ID)
+	}
+	before, err := kept.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.MarkUsed(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	after, err := kept.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before {
+		t.Fatal("the kept index was not read again after a write")
+	}
+	want, err := other.ResolveImage(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.images[ids[0]]; got == before.images[ids[0]] || !got.LastUsedAt.Equal(want.LastUsedAt) {
+		t.Errorf("the changed record: last used %v, want %v (the record decoded before the write: %v)",
+			got.LastUsedAt, want.LastUsedAt, got == before.images[ids[0]])
+	}
+	if after.images[ids[1]] != before.images[ids[1]] {
+		t.Error("the unchanged record was decoded again")
+	}
+}
+
 // TestKeptIndexReadsWithoutTheLock: while nothing changed, a lookup in a
 // kept index does not open the database, so it is not held up by a
 // writer's lock (a long transaction of another process).
