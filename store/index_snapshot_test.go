@@ -18,16 +18,7 @@ import (
 // removals, and the database file replaced.
 func TestKeptIndexFollowsOtherWriters(t *testing.T) {
 	reg := startRegistry(t)
-	dir := t.TempDir()
-	kept, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept.KeepIndex()
-	other, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept, other, dir := keptAndOther(t)
 	check := func(when string, refs ...string) {
 		t.Helper()
 		got, err := kept.ListImages()
@@ -95,16 +86,7 @@ func TestKeptIndexFollowsOtherWriters(t *testing.T) {
 // record and keeps the decoded records of the others.
 func TestKeptIndexDecodesChangedRecordsOnly(t *testing.T) {
 	reg := startRegistry(t)
-	dir := t.TempDir()
-	kept, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept.KeepIndex()
-	other, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept, other, _ := keptAndOther(t)
 	ctx := context.Background()
 	var ids []string
 	for _, ref := range []string{
@@ -142,6 +124,22 @@ func TestKeptIndexDecodesChangedRecordsOnly(t *testing.T) {
 	if after.images[ids[1]] != before.images[ids[1]] {
 		t.Error("the unchanged record was decoded again")
 	}
+}
+
+// keptAndOther opens two Stores of one new data dir: the first keeps its
+// index, the second stands for another process.
+func keptAndOther(t *testing.T) (kept, other *Store, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	kept, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.KeepIndex()
+	if other, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	return kept, other, dir
 }
 
 // TestKeptIndexReadsWithoutTheLock: while nothing changed, a lookup in a
