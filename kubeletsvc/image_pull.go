@@ -67,11 +67,12 @@ func (c *criService) pullStart() {
 const pullFreeMin = 256 << 10
 
 // pullDone ends a pull. A pull that downloads grows the heap by up to
-// several MiB for a moment (decompression and copy buffers); the Go runtime keeps
-// such pages until its background scavenger gets to them, so the last pull
-// running returns them to the OS at once (a GC of the service's heap: a
-// few ms, after the answer). A pull of an image the node has (every
-// container start under the kubelet's Always policy) gets no forced GC.
+// several MiB for a moment (decompression and copy buffers); the Go
+// runtime keeps such pages until its background scavenger gets to them,
+// so the last pull running returns them to the OS at once (a GC of the
+// service's heap: a few ms, after the answer). A pull of an image the
+// node has (every container start under the kubelet's Always policy) gets
+// no forced GC.
 func (c *criService) pullDone() {
 	c.pullMu.Lock()
 	defer c.pullMu.Unlock()
