@@ -326,13 +326,16 @@ func (r *Runtime) podStats(ctx context.Context, uuid string) (*AppStats, error) 
 type statsCache struct {
 	mu sync.Mutex
 	m  map[string]*AppStats // pod UUID, or appStatsKey
+	// forgets counts the calls of forget: stats read before one may
+	// carry the limits it dropped, and are not kept
+	forgets uint64
 }
 
 // get returns the cached stats of key, or reads (and keeps) them when
 // they are missing or older than two refreshes.
 func (c *statsCache) get(key string, read func() (*AppStats, error)) (*AppStats, error) {
 	c.mu.Lock()
-	s := c.m[key]
+	s, gen := c.m[key], c.forgets
 	c.mu.Unlock()
 	if s != nil && time.Since(s.Timestamp) < 2*statsInterval {
 		return s, nil
@@ -342,15 +345,38 @@ func (c *statsCache) get(key string, read func() (*AppStats, error)) (*AppStats,
 		return nil, err
 	}
 	c.mu.Lock()
-	c.m[key] = s
+	if c.forgets == gen {
+		c.m[key] = s
+	}
 	c.mu.Unlock()
 	return s, nil
+}
+
+// generation is the number of forget calls so far; keep takes it from
+// before the reads it stores.
+func (c *statsCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgets
+}
+
+// keep stores stats read at generation gen, unless a forget came since.
+func (c *statsCache) keep(gen uint64, batch map[string]*AppStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forgets != gen {
+		return // read again on next use, or by the next refresh
+	}
+	for k, v := range batch {
+		c.m[k] = v
+	}
 }
 
 // forget drops the stats of a pod and its apps (after a change of limits).
 func (c *statsCache) forget(uuid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgets++
 	for k := range c.m {
 		if k == uuid || strings.HasPrefix(k, uuid+"/") {
 			delete(c.m, k)
@@ -382,13 +408,11 @@ func (r *Runtime) refreshStats(ctx context.Context) {
 	}
 	seen := map[string]bool{}
 	batch := map[string]*AppStats{}
+	gen := r.stats.generation()
 	flush := func() {
-		r.stats.mu.Lock()
-		for k, v := range batch {
-			r.stats.m[k] = v
-		}
-		r.stats.mu.Unlock()
+		r.stats.keep(gen, batch)
 		clear(batch)
+		gen = r.stats.generation()
 	}
 	start := time.Now()
 	for i, ps := range pods {

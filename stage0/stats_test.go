@@ -1,11 +1,13 @@
 package stage0
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	sdcgroups "github.com/opencontainers/cgroups/systemd"
 
@@ -89,5 +91,44 @@ func TestPodSliceStats(t *testing.T) {
 		if tc.cpu > 0 && (s.CPUUserNanos != 1000000000 || s.MemoryUsage != 4096) {
 			t.Errorf("%s: user CPU %d, memory %d: not the slice's", tc.name, s.CPUUserNanos, s.MemoryUsage)
 		}
+	}
+}
+
+// TestStatsCacheKeepsNothingReadBeforeForget: stats read before a change
+// of limits (forget) are not kept after it, by a call's read or by a
+// refresh's batch: they may carry the old limits, which ContainerStatus
+// reports.
+func TestStatsCacheKeepsNothingReadBeforeForget(t *testing.T) {
+	c := &statsCache{m: map[string]*AppStats{}}
+	const key = "pod/app/1"
+	reading, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		c.get(key, func() (*AppStats, error) {
+			close(reading)
+			<-release
+			return &AppStats{Timestamp: time.Now()}, nil
+		})
+	}()
+	<-reading
+	c.forget("pod")
+	close(release)
+	<-done
+	if c.m[key] != nil {
+		t.Error("a call's read from before the forget was kept")
+	}
+
+	gen := c.generation()
+	c.forget("pod")
+	c.keep(gen, map[string]*AppStats{key: {Timestamp: time.Now()}})
+	if c.m[key] != nil {
+		t.Error("a refresh's batch read before the forget was kept")
+	}
+	c.keep(c.generation(), map[string]*AppStats{key: {Timestamp: time.Now()}})
+	if c.m[key] == nil {
+		t.Error("a batch read after the forget was not kept")
+	}
+	if s, err := c.get(key, func() (*AppStats, error) { return nil, errors.New("read again") }); err != nil || s == nil {
+		t.Errorf("a kept entry: %v, %v", s, err)
 	}
 }
