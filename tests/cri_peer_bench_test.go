@@ -266,10 +266,19 @@ func inTurn(peers []*peer, i int) []*peer {
 	return append(slices.Clone(peers[k:]), peers[:k]...)
 }
 
-// benchContainerds returns the containerds to measure rkt against: those
-// RKT_BENCH_PEERS names (comma-separated), by default each one installed.
-// It skips b when none is.
+// benchContainerds returns the containerds to measure rkt against
+// (peerContainerds); it skips b when none is installed.
 func benchContainerds(b *testing.B) []containerdDist {
+	out := peerContainerds(b)
+	if len(out) == 0 {
+		b.Skip("no containerd is installed (.ci/install-bench-deps)")
+	}
+	return out
+}
+
+// peerContainerds returns the containerds RKT_BENCH_PEERS names
+// (comma-separated), by default each one installed.
+func peerContainerds(b *testing.B) []containerdDist {
 	d2, ok2 := containerd2()
 	known := map[string]containerdDist{"containerd": debianContainerd(), "containerd2": d2}
 	installed := map[string]bool{"containerd": containerdVersion() != "", "containerd2": ok2}
@@ -291,9 +300,6 @@ func benchContainerds(b *testing.B) []containerdDist {
 		default:
 			b.Logf("%s is not installed (.ci/install-bench-deps installs it): left out", n)
 		}
-	}
-	if len(out) == 0 {
-		b.Skip("no containerd is installed (.ci/install-bench-deps)")
 	}
 	return out
 }
