@@ -76,7 +76,14 @@ func newZstd(ctx context.Context, br *bufio.Reader) (io.ReadCloser, error) {
 		}
 		window, large = maxZstdWindow, true
 	}
-	zr, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(window))
+	opts := []zstd.DOption{zstd.WithDecoderMaxWindow(window)}
+	if large {
+		// Decoded synchronously, no goroutine of the decoder holds the
+		// window after Close, so Close's collection frees it (the
+		// concurrent decoder's goroutines exit after Close returns).
+		opts = append(opts, zstd.WithDecoderConcurrency(1))
+	}
+	zr, err := zstd.NewReader(br, opts...)
 	if err != nil {
 		if large {
 			largeZstdWindows.Release(1)
