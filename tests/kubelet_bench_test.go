@@ -97,10 +97,11 @@ spec:
 // on the same host, each under a kubelet of its own, all up at once and
 // their samples interleaved so that the machine's drift hits all; each pod
 // is stopped before the next manifest is written. It reports the medians
-// of 10, rkt's ratio to each peer and to the best, and issue 10's goal. With RKT_BENCH_KUBELET_TRACE=1 the kubelets talk to the
-// runtimes through a timing proxy and the benchmark prints when each of
-// the pod's CRI calls started and ended after the manifest write (=2: and
-// the kubelet's RunPodSandbox and CreateContainer requests).
+// of 10, rkt's ratio to each peer and to the best, and issue 10's goal.
+// With RKT_BENCH_KUBELET_TRACE=1 the kubelets talk to the runtimes through
+// a timing proxy and the benchmark prints when each of the pod's CRI calls
+// started and ended after the manifest write (=2: and the kubelet's
+// RunPodSandbox and CreateContainer requests).
 func BenchmarkKubeletStaticPod(b *testing.B) {
 	requireRoot(b)
 	const n = 10
