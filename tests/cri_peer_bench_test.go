@@ -158,7 +158,8 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	// RKT_BENCH_SVC_LOG=file keeps the service's log there, at debug level
 	// (and the crictl pods' stage1 logs in file.stage1);
 	// RKT_BENCH_ONLY=crictl measures crictl runp+create+start alone
-	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10).
+	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10), =lifecycle the
+	// lifecycle rounds alone.
 	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
 	if keep != "" {
 		level = "debug"
@@ -219,14 +220,14 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 
 	// the lifecycle, one round on each in turn
-	for i := 0; i < 20 && only == ""; i++ {
+	for i := 0; i < 20 && (only == "" || only == "lifecycle"); i++ {
 		for _, p := range inTurn(peers, i) {
 			lifecycleRound(b, p, lat[p.name], fmt.Sprintf("vs-%s-%d", p.name, i), logDir)
 		}
 	}
 
 	// crictl runp+create+start, as the processes a user runs
-	for i := 0; i < crictlRounds; i++ {
+	for i := 0; i < crictlRounds && only != "lifecycle"; i++ {
 		for _, p := range inTurn(peers, i) {
 			must(b, p.name+" crictl", lat[p.name].time("crictl runp+create+start", func() error {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
@@ -372,7 +373,8 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 		fmt.Fprintln(w, "  "+strings.Join(append(cells, goal), "\t")+"\t")
 		return ratio
 	}
-	rows := []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync", "StopContainer",
+	rows := []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync",
+		"CreateContainer (seccomp)", "StartContainer (seccomp)", "ExecSync (seccomp)", "StopContainer",
 		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
 		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
 		"ListContainerStats", "ListPodSandboxStats", "Status"}
@@ -495,7 +497,7 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 func lifecycleRound(b *testing.B, p *peer, lat latencies, name, logDir string) {
 	ctx := context.Background()
 	pc := p.podConfig(name, logDir)
-	var podID, ctrID string
+	var podID, ctrID, confinedID string
 	steps := []struct {
 		name string
 		f    func() error
@@ -523,6 +525,33 @@ func lifecycleRound(b *testing.B, p *peer, lat latencies, name, logDir string) {
 			_, err := p.c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctrID, Cmd: []string{"true"}, Timeout: 10})
 			return err
 		}},
+		// a container under the runtime's default seccomp profile, as Pod
+		// Security's restricted level requires of every container
+		{"CreateContainer (seccomp)", func() error {
+			cc := containerConfig("confined", p.imgID, "sleep", "100000")
+			cc.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
+			r, err := p.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cc, SandboxConfig: pc})
+			if err == nil {
+				confinedID = r.ContainerId
+			}
+			return err
+		}},
+		{"StartContainer (seccomp)", func() error {
+			_, err := p.c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: confinedID})
+			return err
+		}},
+		{"ExecSync (seccomp)", func() error {
+			_, err := p.c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: confinedID, Cmd: []string{"true"}, Timeout: 10})
+			return err
+		}},
+		{"", func() error { // untimed: the pod's calls below stop one container, as before
+			if _, err := p.c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: confinedID, Timeout: 10}); err != nil {
+				return err
+			}
+			_, err := p.c.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: confinedID})
+			return err
+		}},
 		{"StopContainer", func() error {
 			_, err := p.c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: ctrID, Timeout: 10})
 			return err
@@ -541,7 +570,13 @@ func lifecycleRound(b *testing.B, p *peer, lat latencies, name, logDir string) {
 		}},
 	}
 	for _, s := range steps {
-		if err := lat.time(s.name, s.f); err != nil {
+		var err error
+		if s.name == "" {
+			err = s.f()
+		} else {
+			err = lat.time(s.name, s.f)
+		}
+		if err != nil {
 			b.Fatalf("%s %s: %v", p.name, s.name, err)
 		}
 	}
