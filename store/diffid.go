@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/tarx"
 )
@@ -33,23 +36,51 @@ func uncompressedDigest(ctx context.Context, r io.Reader) (string, error) {
 // layer blob written to it, so that a download is verified against its
 // diff ID as it is stored.
 type diffIDWriter struct {
-	pw   *io.PipeWriter
-	done chan struct{}
-	sum  string
-	err  error
+	pw      *io.PipeWriter
+	done    chan struct{}
+	sum     string
+	err     error
+	content bool // err is the blob's (not a layer rkt can unpack)
 }
 
 func newDiffIDWriter(ctx context.Context) *diffIDWriter {
+	return newLayerWriter(func(r io.Reader) (string, error) { return uncompressedDigest(ctx, r) }, nil)
+}
+
+// newUnpackingWriter is a diffIDWriter that also extracts the layer into
+// dir (a tree of the tree store): a pull decompresses each new layer once.
+func newUnpackingWriter(ctx context.Context, dir string) *diffIDWriter {
+	return newLayerWriter(func(r io.Reader) (string, error) {
+		return extractLayer(ctx, r, dir, tarx.WhiteoutOverlay)
+	}, isLocalStorageError)
+}
+
+// newLayerWriter runs consume on what is written to it; local, if set,
+// tells the errors that are the host's rather than the blob's.
+func newLayerWriter(consume func(io.Reader) (string, error), local func(error) bool) *diffIDWriter {
 	pr, pw := io.Pipe()
 	w := &diffIDWriter{pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		w.sum, w.err = uncompressedDigest(ctx, pr)
+		w.sum, w.err = consume(pr)
+		w.content = w.err != nil && (local == nil || !local(w.err))
 		// Drain what follows a decompression error or the end of the
 		// stream, so the writer never blocks.
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 	return w
+}
+
+// isLocalStorageError reports whether err is the host's storage failing
+// (full, over quota, read-only, an I/O error, refused by the host's
+// policy, a feature the filesystem lacks) rather than the content.
+func isLocalStorageError(err error) bool {
+	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.EROFS, unix.EIO, unix.EPERM, unix.EACCES, unix.ENOTSUP} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Write passes p to the digest goroutine.
@@ -65,8 +96,11 @@ func (w *diffIDWriter) Close() {
 // layer's diff ID.
 func (w *diffIDWriter) verify(l Layer) error {
 	w.Close()
-	if w.err != nil {
+	if w.content {
 		return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, w.err, ErrContentMismatch)
+	}
+	if w.err != nil {
+		return fmt.Errorf("cannot unpack layer %s: %w", l.Digest, w.err)
 	}
 	return checkDiffID(l, w.sum)
 }

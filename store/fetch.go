@@ -81,8 +81,9 @@ type FetchOptions struct {
 	// Jobs is how many layers are fetched at once (default 3).
 	Jobs int
 	// Unpack also unpacks every layer into the tree store (as LayerPaths
-	// does) while the next layers download, so that a pod can start from
-	// the image without waiting for the unpacking.
+	// does): a layer it downloads as it arrives, from the stream that
+	// verifies its diff ID (one decompression), and a layer already stored
+	// once found. Pull sets it.
 	Unpack bool
 	// RegistryOnly refuses references to files and directories of this
 	// host (archives, OCI layouts, ACIs), for callers whose references come

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -137,11 +139,9 @@ func (s *Store) fetchLayers(ctx context.Context, img v1.Image, layers []Layer, o
 	g.SetLimit(jobs)
 	for _, l := range layers {
 		g.Go(func() error {
-			if err := s.fetchLayer(ctx, img, l, progress, opts.written); err != nil {
+			unpacked, err := s.fetchLayer(ctx, img, l, progress, opts.written, opts.Unpack)
+			if err != nil || !opts.Unpack || unpacked {
 				return err
-			}
-			if !opts.Unpack {
-				return nil
 			}
 			return s.unpackFetched(ctx, l, opts.written)
 		})
@@ -163,8 +163,11 @@ func (s *Store) unpackFetched(ctx context.Context, l Layer, w *written) error {
 }
 
 // fetchLayer stores a layer blob unless it is in the store, verifying its
-// digest and size and, as it downloads, its diff ID.
-func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress func(Progress), w *written) error {
+// digest and size and, as it downloads, its diff ID. With unpack, a layer
+// it downloads whose tree is not in the store is also unpacked from the
+// same decompressed stream, and its tree moved into place once the blob
+// is stored (unpacked then says so).
+func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress func(Progress), w *written, unpack bool) (unpacked bool, err error) {
 	report := func(cur int64, done bool) {
 		if progress != nil {
 			progress(Progress{Digest: l.Digest, Total: l.Size, Current: cur, Done: done})
@@ -173,34 +176,77 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 	defer s.keys.lock("blob " + l.Digest)()
 	if s.hasBlob(l.Digest) {
 		if err := s.verifyStoredDiffID(ctx, l); err != nil {
-			return err
+			return false, err
 		}
 		report(l.Size, true)
-		return nil
+		return false, nil
 	}
 	h, err := v1.NewHash(l.Digest)
 	if err != nil {
-		return fmt.Errorf("invalid layer digest %q: %w", l.Digest, err)
+		return false, fmt.Errorf("invalid layer digest %q: %w", l.Digest, err)
 	}
 	layer, err := img.LayerByDigest(h)
 	if err != nil {
-		return fmt.Errorf("cannot get layer %s: %w", l.Digest, err)
+		return false, fmt.Errorf("cannot get layer %s: %w", l.Digest, err)
+	}
+	treePath := ""
+	if unpack {
+		p, err := s.TreePath(l)
+		if err != nil {
+			return false, err
+		}
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			treePath = p
+		}
 	}
 	rc, err := layer.Compressed()
 	if err != nil {
-		return fmt.Errorf("cannot download layer %s: %w", l.Digest, err)
+		return false, fmt.Errorf("cannot download layer %s: %w", l.Digest, err)
 	}
 	defer rc.Close()
-	dw := newDiffIDWriter(ctx)
-	defer dw.Close()
+	var dw *diffIDWriter
+	var tmp string
+	var tmpLock *os.File
+	if treePath != "" {
+		if tmp, tmpLock, err = s.newTempDir("tree"); err != nil {
+			return false, err
+		}
+		defer tmpLock.Close()
+		defer func() {
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
+		}()
+		dw = newUnpackingWriter(ctx, tmp)
+	} else {
+		dw = newDiffIDWriter(ctx)
+	}
+	defer dw.Close() // before the temporary tree goes
 	r := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, dw)
 	onRead := func(n int64) { report(n, false) }
-	if _, _, err := s.putBlobChecked(r, l.Digest, l.Size, onRead, func() error { return dw.verify(l) }); err != nil {
-		return fmt.Errorf("cannot store layer %s: %w", l.Digest, err)
+	verified := false // not when another process stored the blob meanwhile
+	check := func() error {
+		err := dw.verify(l)
+		verified = err == nil
+		return err
+	}
+	if _, _, err := s.putBlobChecked(r, l.Digest, l.Size, onRead, check); err != nil {
+		return false, fmt.Errorf("cannot store layer %s: %w", l.Digest, err)
 	}
 	w.addBlob(l.Digest)
+	if tmp != "" && verified {
+		moved, err := commitTree(l, tmp, tmpLock, treePath)
+		if err != nil {
+			return false, err
+		}
+		if moved {
+			tmp = ""
+			w.addTree(l.ChainID)
+		}
+		unpacked = true
+	}
 	report(l.Size, true)
-	return nil
+	return unpacked, nil
 }
 
 // ctxReader stops reading once ctx is done.

@@ -53,6 +53,7 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (*Image,
 func (s *Store) pullOnce(ctx context.Context, ref string, opts PullOptions, keepOnMissing bool) (*Image, error) {
 	fo := opts.FetchOptions
 	fo.written = &written{}
+	fo.Unpack = true // a layer it downloads is unpacked as it arrives
 	img, err := s.Fetch(ctx, ref, fo)
 	if err != nil {
 		return nil, err

@@ -82,22 +82,31 @@ func (s *Store) ensureTree(ctx context.Context, l Layer) (string, error) {
 	if err := s.unpackLayer(ctx, l, tmp, tarx.WhiteoutOverlay); err != nil {
 		return "", err
 	}
+	if done, err = commitTree(l, tmp, lock, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// commitTree moves a complete tree, unpacked in the temporary directory
+// tmp (locked by lock), to p. moved is false when another process put the
+// tree there first: tmp is the caller's to remove then.
+func commitTree(l Layer, tmp string, lock *os.File, p string) (moved bool, err error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("cannot chmod tree: %w", err)
+		return false, fmt.Errorf("cannot chmod tree: %w", err)
 	}
 	// Durable before visible: a power loss must not leave a renamed tree
 	// with empty files.
 	if err := unix.Syncfs(int(lock.Fd())); err != nil {
-		return "", fmt.Errorf("cannot sync tree: %w", err)
+		return false, fmt.Errorf("cannot sync tree: %w", err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
-			return p, nil // another process unpacked it first; ours is removed
+			return false, nil
 		}
-		return "", fmt.Errorf("cannot move tree of layer %s into place: %w", l.Digest, err)
+		return false, fmt.Errorf("cannot move tree of layer %s into place: %w", l.Digest, err)
 	}
-	done = true
-	return p, nil
+	return true, nil
 }
 
 // unpackLayer extracts a layer blob into dir, verifying its diff ID.
@@ -110,23 +119,33 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 		return fmt.Errorf("layer %s is missing from the store (fetch the image again): %w", l.Digest, err)
 	}
 	defer f.Close()
-	zr, err := tarx.Decompress(ctx, &ctxReader{ctx: ctx, r: f})
+	got, err := extractLayer(ctx, &ctxReader{ctx: ctx, r: f}, dir, mode)
 	if err != nil {
-		return fmt.Errorf("cannot read layer %s: %w", l.Digest, err)
+		return fmt.Errorf("cannot unpack layer %s: %w", l.Digest, err)
+	}
+	if got != l.DiffID {
+		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
+	}
+	return nil
+}
+
+// extractLayer extracts the layer blob read from r (gzip, zstd or plain)
+// into dir and returns the digest of its decompressed content.
+func extractLayer(ctx context.Context, r io.Reader, dir string, mode tarx.WhiteoutMode) (string, error) {
+	zr, err := tarx.Decompress(ctx, r)
+	if err != nil {
+		return "", err
 	}
 	defer zr.Close()
 	h := sha256.New()
 	tr := io.TeeReader(zr, h)
 	if err := tarx.Extract(tr, dir, tarx.Options{Whiteouts: mode}); err != nil {
-		return fmt.Errorf("cannot unpack layer %s: %w", l.Digest, err)
+		return "", err
 	}
 	if _, err := io.Copy(io.Discard, tr); err != nil { // tar padding after the end marker
-		return fmt.Errorf("cannot read layer %s: %w", l.Digest, err)
+		return "", err
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != l.DiffID {
-		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
-	}
-	return nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // missingLayerError is a layer blob that is not in the store (a removal in

@@ -159,7 +159,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	// (and the crictl pods' stage1 logs in file.stage1);
 	// RKT_BENCH_ONLY=crictl measures crictl runp+create+start alone
 	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10), =lifecycle the
-	// lifecycle rounds alone.
+	// lifecycle rounds alone, =pulls the image pulls alone.
 	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
 	if keep != "" {
 		level = "debug"
@@ -171,6 +171,7 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		dataDirs[keep+".stage1"] = env.DataDir
 	}
 	only := os.Getenv("RKT_BENCH_ONLY")
+	measures := func(part string) bool { return only == "" || only == part }
 	crictlRounds := 10
 	if s := os.Getenv("RKT_BENCH_CRICTL_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -220,14 +221,14 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	}
 
 	// the lifecycle, one round on each in turn
-	for i := 0; i < 20 && (only == "" || only == "lifecycle"); i++ {
+	for i := 0; i < 20 && measures("lifecycle"); i++ {
 		for _, p := range inTurn(peers, i) {
 			lifecycleRound(b, p, lat[p.name], fmt.Sprintf("vs-%s-%d", p.name, i), logDir)
 		}
 	}
 
 	// crictl runp+create+start, as the processes a user runs
-	for i := 0; i < crictlRounds && only != "lifecycle"; i++ {
+	for i := 0; i < crictlRounds && measures("crictl"); i++ {
 		for _, p := range inTurn(peers, i) {
 			must(b, p.name+" crictl", lat[p.name].time("crictl runp+create+start", func() error {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
@@ -251,6 +252,8 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	podPSS, busy := map[string]int{}, map[string]int{}
 	if only == "" {
 		podPSS, busy = measureTenPods(b, peers, lat, logDir, ref)
+	}
+	if measures("pulls") {
 		measurePulls(b, peers, lat, reg, 10)
 	}
 	fmt.Printf("BenchmarkCRIVsContainerd: this tree vs %s; same host, same run (ms: p50, p99; memory: KiB):\n",

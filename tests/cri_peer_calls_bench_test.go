@@ -3,10 +3,12 @@ package tests
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -28,8 +30,10 @@ var otherCalls = []string{
 }
 
 // pullCalls are the image rows: a pull of an image whose base layer the
-// node has and whose top layer it has not, and its removal.
-var pullCalls = []string{"PullImage (new layer)", "RemoveImage"}
+// node has and whose top layer it has not, and its removal; then a pull of
+// a large image (three new layers of 1500 files, 72 MB in all, about half
+// that compressed: an application image's size) and its removal.
+var pullCalls = []string{"PullImage (new layer)", "RemoveImage", "PullImage (72 MB)", "RemoveImage (72 MB)"}
 
 // measureOtherCalls times otherCalls on each peer in turn, rounds times,
 // against its running pods and containers. A call a peer does not
@@ -127,33 +131,57 @@ func measureOtherCalls(b *testing.B, peers []*peer, lat map[string]latencies, po
 }
 
 // measurePulls times, rounds times on each peer in turn, the pull of an
-// image whose base layer (the benchmark's busybox) the node has and whose
-// 1 MiB top layer it has not, then that image's removal. Each round's
-// image is new to every peer: its top layer differs by round.
+// image whose 1 MiB top layer is new and its removal; then, in 3 rounds,
+// the pull of a large image of new layers (largeImage) and its removal.
 func measurePulls(b *testing.B, peers []*peer, lat map[string]latencies, reg *testutil.Registry, rounds int) {
-	ctx := context.Background()
 	base := peerBusyboxLayer(b)
 	for i := 0; i < rounds; i++ {
 		ref := reg.Push(b, fmt.Sprintf("rkt-test/pulled:%d", i), testutil.Image(b, testutil.ImageConfig{Cmd: []string{"sh"}},
 			base, testutil.Layer(b, testutil.Entry{Name: "data/blob", Body: benchBlob(i, 1<<20)})))
-		for _, p := range inTurn(peers, i) {
-			var id string
-			must(b, p.name+" PullImage (new layer)", lat[p.name].time("PullImage (new layer)", func() error {
-				r, err := p.c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-				if err == nil {
-					id = r.ImageRef
-				}
-				return err
-			}))
-			must(b, p.name+" RemoveImage", lat[p.name].time("RemoveImage", func() error {
-				_, err := p.c.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
-				return err
-			}))
-			st, err := p.c.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-			must(b, p.name+" ImageStatus", err)
-			if st.Image != nil {
-				must(b, p.name+" RemoveImage", errors.New("the removed image is still listed"))
+		timePullRemove(b, peers, lat, ref, i, pullCalls[0], pullCalls[1])
+	}
+	for i := 0; i < 3; i++ {
+		ref := reg.Push(b, fmt.Sprintf("rkt-test/large:%d", i), largeImage(b, base, i))
+		timePullRemove(b, peers, lat, ref, i, pullCalls[2], pullCalls[3])
+	}
+}
+
+// largeImage is the busybox base and three layers of 1500 files of 16 KiB
+// of hex text (new content each round, about 2:1 under gzip).
+func largeImage(b *testing.B, base v1.Layer, round int) v1.Image {
+	layers := []v1.Layer{base}
+	for l := 0; l < 3; l++ {
+		var es []testutil.Entry
+		for f := 0; f < 1500; f++ {
+			body := hex.EncodeToString(benchBlob((round*3+l)*1500+f+1000, 8<<10))
+			es = append(es, testutil.Entry{Name: fmt.Sprintf("data%d/f%d", l, f), Body: []byte(body)})
+		}
+		layers = append(layers, testutil.Layer(b, es...))
+	}
+	return testutil.Image(b, testutil.ImageConfig{Cmd: []string{"sh"}}, layers...)
+}
+
+// timePullRemove times, on each peer in turn (round i's order), the pull
+// of ref and the removal of the image, and checks it is gone.
+func timePullRemove(b *testing.B, peers []*peer, lat map[string]latencies, ref string, i int, pullRow, removeRow string) {
+	ctx := context.Background()
+	for _, p := range inTurn(peers, i) {
+		var id string
+		must(b, p.name+" "+pullRow, lat[p.name].time(pullRow, func() error {
+			r, err := p.c.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			if err == nil {
+				id = r.ImageRef
 			}
+			return err
+		}))
+		must(b, p.name+" "+removeRow, lat[p.name].time(removeRow, func() error {
+			_, err := p.c.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
+			return err
+		}))
+		st, err := p.c.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		must(b, p.name+" ImageStatus", err)
+		if st.Image != nil {
+			must(b, p.name+" RemoveImage", errors.New("the removed image is still listed"))
 		}
 	}
 }
