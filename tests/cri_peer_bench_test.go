@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/tests/testutil"
@@ -159,7 +160,8 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 	// (and the crictl pods' stage1 logs in file.stage1);
 	// RKT_BENCH_ONLY=crictl measures crictl runp+create+start alone
 	// (RKT_BENCH_CRICTL_ROUNDS rounds, default 10), =lifecycle the
-	// lifecycle rounds alone, =pulls the image pulls alone.
+	// lifecycle rounds alone, =pulls the image pulls alone, =burst the
+	// bursts of 10 pods alone.
 	level, keep := "warn", os.Getenv("RKT_BENCH_SVC_LOG")
 	if keep != "" {
 		level = "debug"
@@ -234,6 +236,9 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 				return crictlRun(b, p, fmt.Sprintf("vs-crictl-%s-%d", p.name, i), logDir)
 			}))
 		}
+	}
+	if measures("burst") {
+		measureBursts(b, peers, lat, logDir, 3)
 	}
 	for file, dir := range dataDirs { // the pods' stage1 logs, before they go
 		logs, _ := filepath.Glob(filepath.Join(dir, "pods", "run", "*", "stage1.log"))
@@ -378,9 +383,10 @@ func printVsTable(b *testing.B, peers []*peer, lat map[string]latencies, idle, b
 	}
 	rows := []string{"RunPodSandbox", "CreateContainer", "StartContainer", "ExecSync",
 		"CreateContainer (seccomp)", "StartContainer (seccomp)", "ExecSync (seccomp)", "StopContainer",
-		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start",
-		"ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
-		"ListContainerStats", "ListPodSandboxStats", "Status"}
+		"RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "crictl runp+create+start"}
+	rows = append(rows, burstCalls...)
+	rows = append(rows, "ListPodSandbox", "ListContainers", "PodSandboxStatus", "ContainerStatus",
+		"ListContainerStats", "ListPodSandboxStats", "Status")
 	for _, name := range append(append(rows, otherCalls...), pullCalls...) {
 		// a row needs rkt's times and a reference peer's
 		p50, p99, ref := map[string]float64{}, map[string]float64{}, false
@@ -493,6 +499,57 @@ func measureTenPods(b *testing.B, peers []*peer, lat map[string]latencies, logDi
 	}
 	measureOtherCalls(b, peers, lat, pods, ctrs, ref, 50)
 	return podPSS, busy
+}
+
+// burstCalls are the rows of measureBursts.
+var burstCalls = []string{"10 pods started at once", "10 pods removed at once"}
+
+// measureBursts times, rounds times on each peer in turn, 10 pods with a
+// container each started by 10 clients at once (RunPodSandbox,
+// CreateContainer, StartContainer), then stopped and removed at once: the
+// wall time of each burst, what a node sees when a deployment scales up
+// or a node comes back with its pods.
+func measureBursts(b *testing.B, peers []*peer, lat map[string]latencies, logDir string, rounds int) {
+	ctx := context.Background()
+	for i := 0; i < rounds; i++ {
+		for _, p := range inTurn(peers, i) {
+			pods := make([]string, 10)
+			must(b, p.name+" "+burstCalls[0], lat[p.name].time(burstCalls[0], func() error {
+				var g errgroup.Group
+				for j := range pods {
+					g.Go(func() error {
+						pc := p.podConfig(fmt.Sprintf("burst-%s-%d-%d", p.name, i, j), logDir)
+						rp, err := p.c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+						if err != nil {
+							return err
+						}
+						pods[j] = rp.PodSandboxId
+						cc, err := p.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: rp.PodSandboxId,
+							Config: containerConfig("sleeper", p.imgID, "sleep", "100000"), SandboxConfig: pc})
+						if err != nil {
+							return err
+						}
+						_, err = p.c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId})
+						return err
+					})
+				}
+				return g.Wait()
+			}))
+			must(b, p.name+" "+burstCalls[1], lat[p.name].time(burstCalls[1], func() error {
+				var g errgroup.Group
+				for _, id := range pods {
+					g.Go(func() error {
+						if _, err := p.c.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+							return err
+						}
+						_, err := p.c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+						return err
+					})
+				}
+				return g.Wait()
+			}))
+		}
+	}
 }
 
 // lifecycleRound runs a pod with a container through its whole life,
