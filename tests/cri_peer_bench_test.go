@@ -552,60 +552,56 @@ func measureBursts(b *testing.B, peers []*peer, lat map[string]latencies, logDir
 	}
 }
 
+// lifecycleStep is one call of lifecycleRound, timed in the row name
+// (untimed when name is "").
+type lifecycleStep struct {
+	name string
+	f    func() error
+}
+
 // lifecycleRound runs a pod with a container through its whole life,
-// timing each RPC.
+// timing each RPC; a second container of the pod, under the runtime's
+// default seccomp profile (as Pod Security's restricted level requires
+// of every container), is created, started and exec'd into, its rows
+// marked "(seccomp)", and removed untimed.
 func lifecycleRound(b *testing.B, p *peer, lat latencies, name, logDir string) {
 	ctx := context.Background()
 	pc := p.podConfig(name, logDir)
 	var podID, ctrID, confinedID string
-	steps := []struct {
-		name string
-		f    func() error
-	}{
-		{"RunPodSandbox", func() error {
-			r, err := p.c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
-			if err == nil {
-				podID = r.PodSandboxId
-			}
-			return err
-		}},
-		{"CreateContainer", func() error {
-			r, err := p.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID,
-				Config: containerConfig("bench", p.imgID, "sleep", "100000"), SandboxConfig: pc})
-			if err == nil {
-				ctrID = r.ContainerId
-			}
-			return err
-		}},
-		{"StartContainer", func() error {
-			_, err := p.c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctrID})
-			return err
-		}},
-		{"ExecSync", func() error {
-			_, err := p.c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: ctrID, Cmd: []string{"true"}, Timeout: 10})
-			return err
-		}},
-		// a container under the runtime's default seccomp profile, as Pod
-		// Security's restricted level requires of every container
-		{"CreateContainer (seccomp)", func() error {
-			cc := containerConfig("confined", p.imgID, "sleep", "100000")
-			cc.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
-				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
-			r, err := p.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cc, SandboxConfig: pc})
-			if err == nil {
-				confinedID = r.ContainerId
-			}
-			return err
-		}},
-		{"StartContainer (seccomp)", func() error {
-			_, err := p.c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: confinedID})
-			return err
-		}},
-		{"ExecSync (seccomp)", func() error {
-			_, err := p.c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: confinedID, Cmd: []string{"true"}, Timeout: 10})
-			return err
-		}},
-		{"", func() error { // untimed: the pod's calls below stop one container, as before
+	// containerSteps create, start and exec into a container made from cfg
+	containerSteps := func(suffix string, cfg *runtimeapi.ContainerConfig, id *string) []lifecycleStep {
+		return []lifecycleStep{
+			{"CreateContainer" + suffix, func() error {
+				r, err := p.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: podID, Config: cfg, SandboxConfig: pc})
+				if err == nil {
+					*id = r.ContainerId
+				}
+				return err
+			}},
+			{"StartContainer" + suffix, func() error {
+				_, err := p.c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: *id})
+				return err
+			}},
+			{"ExecSync" + suffix, func() error {
+				_, err := p.c.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: *id, Cmd: []string{"true"}, Timeout: 10})
+				return err
+			}},
+		}
+	}
+	confined := containerConfig("confined", p.imgID, "sleep", "100000")
+	confined.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+		Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
+	steps := []lifecycleStep{{"RunPodSandbox", func() error {
+		r, err := p.c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pc})
+		if err == nil {
+			podID = r.PodSandboxId
+		}
+		return err
+	}}}
+	steps = append(steps, containerSteps("", containerConfig("bench", p.imgID, "sleep", "100000"), &ctrID)...)
+	steps = append(steps, containerSteps(" (seccomp)", confined, &confinedID)...)
+	steps = append(steps, []lifecycleStep{
+		{"", func() error { // the pod's calls below stop one container, as before
 			if _, err := p.c.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: confinedID, Timeout: 10}); err != nil {
 				return err
 			}
@@ -628,7 +624,7 @@ func lifecycleRound(b *testing.B, p *peer, lat latencies, name, logDir string) {
 			_, err := p.c.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podID})
 			return err
 		}},
-	}
+	}...)
 	for _, s := range steps {
 		var err error
 		if s.name == "" {
