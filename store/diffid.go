@@ -17,13 +17,25 @@ import (
 // layer blob read from r (gzip, zstd or plain), which must be a tar stream
 // that tarx.Extract accepts.
 func uncompressedDigest(ctx context.Context, r io.Reader) (string, error) {
+	return readLayer(ctx, r, tarx.Validate)
+}
+
+// extractLayer extracts the layer blob read from r (gzip, zstd or plain)
+// into dir and returns the digest of its decompressed content.
+func extractLayer(ctx context.Context, r io.Reader, dir string, mode tarx.WhiteoutMode) (string, error) {
+	return readLayer(ctx, r, func(tr io.Reader) error { return tarx.Extract(tr, dir, tarx.Options{Whiteouts: mode}) })
+}
+
+// readLayer decompresses the layer blob read from r, passes its tar stream
+// to read and returns the digest of the whole decompressed content.
+func readLayer(ctx context.Context, r io.Reader, read func(io.Reader) error) (string, error) {
 	zr, err := tarx.Decompress(ctx, r)
 	if err != nil {
 		return "", err
 	}
 	defer zr.Close()
 	h := sha256.New()
-	if err := tarx.Validate(io.TeeReader(zr, h)); err != nil {
+	if err := read(io.TeeReader(zr, h)); err != nil {
 		return "", err
 	}
 	if _, err := io.Copy(h, zr); err != nil { // padding after the end marker

@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,25 +124,6 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
 	}
 	return nil
-}
-
-// extractLayer extracts the layer blob read from r (gzip, zstd or plain)
-// into dir and returns the digest of its decompressed content.
-func extractLayer(ctx context.Context, r io.Reader, dir string, mode tarx.WhiteoutMode) (string, error) {
-	zr, err := tarx.Decompress(ctx, r)
-	if err != nil {
-		return "", err
-	}
-	defer zr.Close()
-	h := sha256.New()
-	tr := io.TeeReader(zr, h)
-	if err := tarx.Extract(tr, dir, tarx.Options{Whiteouts: mode}); err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(io.Discard, tr); err != nil { // tar padding after the end marker
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // missingLayerError is a layer blob that is not in the store (a removal in
