@@ -83,11 +83,11 @@ func newLayerWriter(consume func(io.Reader) (string, error), local func(error) b
 	return w
 }
 
-// isLocalStorageError reports whether err is the host's storage failing
-// (full, over quota, read-only, an I/O error, refused by the host's
-// policy, a feature the filesystem lacks) rather than the content.
+// isLocalStorageError reports whether err is the host failing rather than
+// the content: out of space, quota, memory or file descriptors, a
+// read-only or failing disk, a feature the filesystem lacks.
 func isLocalStorageError(err error) bool {
-	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.EROFS, unix.EIO, unix.EPERM, unix.EACCES, unix.ENOTSUP} {
+	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.ENOMEM, unix.EMFILE, unix.ENFILE, unix.EROFS, unix.EIO, unix.ENOTSUP} {
 		if errors.Is(err, e) {
 			return true
 		}

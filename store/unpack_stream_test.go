@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rkt/rkt/pkg/fileperm"
 	"github.com/rkt/rkt/pkg/tarx"
 )
 
@@ -116,7 +117,7 @@ func TestFetchUnpackBlobStoredMeanwhile(t *testing.T) {
 	setHook(reg, func(w http.ResponseWriter, req *http.Request) bool {
 		if !stored && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/blobs/"+digest.String()) {
 			stored = true // "another process" stores it as the download starts
-			if err := os.WriteFile(s.blobPath(digest.Hex), blob, 0o644); err != nil {
+			if err := fileperm.WriteFile(s.blobPath(digest.Hex), blob, fileperm.Shared); err != nil {
 				t.Error(err)
 			}
 		}
@@ -151,6 +152,7 @@ func TestLayerWriterErrorClass(t *testing.T) {
 	}{
 		{fmt.Errorf("cannot extract %q: %w", "x", unix.ENOSPC), false},
 		{fmt.Errorf("cannot extract %q: %w", "x", unix.EIO), false},
+		{fmt.Errorf("cannot open %q: %w", "x", unix.EMFILE), false},
 		{fmt.Errorf("corrupt tar stream: %w", io.ErrUnexpectedEOF), true},
 		{fmt.Errorf("%q: %w", "../x", tarx.ErrUnsafePath), true},
 	} {
