@@ -214,10 +214,10 @@ chaos: all tools
 FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
-	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox \
+	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox ./kubeletsvc:FuzzCRIRequest \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
-	./store:FuzzACI ./store:FuzzLayoutArchive ./pkg/rkt1conf:FuzzConfig \
-	./stage0:FuzzReadCheckpoint ./stage1:FuzzPstreeMaxPID \
+	./store:FuzzACI ./store:FuzzLayoutArchive ./store:FuzzRegistryImage ./pkg/rkt1conf:FuzzConfig \
+	./stage0:FuzzReadCheckpoint ./stage0:FuzzImageSpec ./stage1:FuzzPstreeMaxPID \
 	./networking:FuzzNetworkConfig ./pkg/appuser:FuzzLookup
 
 fuzz:

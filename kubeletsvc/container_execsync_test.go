@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -155,18 +153,13 @@ func TestExecNULInCommand(t *testing.T) {
 // refuses it): it used to hand out a URL whose stream then failed.
 func TestPortForwardNotReady(t *testing.T) {
 	e := newTestEnv(t)
-	st, err := newLazyStream("127.0.0.1:0", &streamRuntime{svc: e.svc}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	e.svc.stream = st
+	e.withStream(t)
 	pod := e.runPod(t, "web")
 	id := e.startContainer(t, pod, "app")
 	if _, err := e.rs.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.rs.Exec(e.ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"true"}, Stdout: true})
+	_, err := e.rs.Exec(e.ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"true"}, Stdout: true})
 	wantCode(t, "Exec in a stopped sandbox", err, codes.FailedPrecondition)
 	r, err := e.rs.PortForward(e.ctx, &runtimeapi.PortForwardRequest{PodSandboxId: pod, Port: []int32{80}})
 	if err == nil {

@@ -769,6 +769,19 @@ func containerConfig(name, image string) *runtimeapi.ContainerConfig {
 	}
 }
 
+// withStream gives the service a streaming server on a loopback port, as
+// Serve does, closed when the test ends; it returns it.
+func (e *testEnv) withStream(t testing.TB) *lazyStream {
+	t.Helper()
+	st, err := newLazyStream("127.0.0.1:0", &streamRuntime{svc: e.svc}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.close)
+	e.svc.stream = st
+	return st
+}
+
 // runPod runs a sandbox and returns its ID.
 func (e *testEnv) runPod(t testing.TB, name string) string {
 	t.Helper()

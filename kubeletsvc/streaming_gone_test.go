@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -123,12 +122,7 @@ func TestStreamExecEndsWhenClientGone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)
-			st, err := newLazyStream("127.0.0.1:0", &streamRuntime{svc: e.svc}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.close()
-			e.svc.stream = st
+			e.withStream(t)
 			id := e.startContainer(t, e.runPod(t, "web"), "app")
 			started, ended := make(chan struct{}), make(chan error, 1)
 			e.rt.exec = func(ctx context.Context, o stage0.ExecOptions) (int, error) {

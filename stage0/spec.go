@@ -69,8 +69,8 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 	if cwd == "" {
 		cwd = "/"
 	}
-	if !filepath.IsAbs(cwd) {
-		return nil, fmt.Errorf("app %q: working directory %q is not absolute: %w", in.app.Name, cwd, ErrInvalid)
+	if !filepath.IsAbs(cwd) || strings.ContainsRune(cwd, 0) {
+		return nil, fmt.Errorf("app %q: working directory %q is not an absolute path: %w", in.app.Name, cwd, ErrInvalid)
 	}
 	caps, err := capabilities(o)
 	if err != nil {
@@ -134,13 +134,14 @@ func buildSpec(in specInput) (*specs.Spec, error) {
 }
 
 // validEnv drops the entries of an image's Env that are no KEY=VALUE (no
-// '=', or an empty key): libcontainer refuses such an environment, so the
-// app would never start. containerd takes "KEY" as unsetting KEY and CRI-O
-// skips it; here it is skipped.
+// '=', or an empty key) or hold a NUL byte: libcontainer refuses such an
+// environment and execve cannot take it, so the app would never start.
+// containerd takes "KEY" as unsetting KEY and CRI-O skips it; here it is
+// skipped.
 func validEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if i := strings.IndexByte(kv, '='); i > 0 {
+		if i := strings.IndexByte(kv, '='); i > 0 && !strings.ContainsRune(kv, 0) {
 			out = append(out, kv)
 		}
 	}
@@ -164,6 +165,11 @@ func processArgs(entrypoint, cmd, exec, args []string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no command: the image has no entrypoint or cmd and none was given: %w", ErrInvalid)
+	}
+	for i, a := range out {
+		if strings.ContainsRune(a, 0) {
+			return nil, fmt.Errorf("argument %d of the command %q holds a NUL byte: %w", i, out, ErrInvalid)
+		}
 	}
 	return out, nil
 }

@@ -333,6 +333,11 @@ func TestProcessArgs(t *testing.T) {
 			t.Errorf("processArgs(%q,%q,%q,%q) = %q, %v; want %q", c.ep, c.cmd, c.exec, c.args, got, err, c.want)
 		}
 	}
+	// An image's command holding a NUL byte could never be executed:
+	// refused when the app is created, not when it fails to start.
+	if got, err := processArgs([]string{"/ep"}, []string{"a\x00b"}, nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a NUL byte in the image's cmd: %q, %v; want ErrInvalid", got, err)
+	}
 }
 
 func TestSeccompArchs(t *testing.T) {
@@ -501,13 +506,13 @@ func TestPrivilegedIgnoresCapDrop(t *testing.T) {
 // and the container would never start; containerd treats "KEY" as unset
 // and CRI-O skips it.
 func TestImageEnvInvalidEntries(t *testing.T) {
-	img := v1.Config{Cmd: []string{"/x"}, Env: []string{"PATH=/bin", "JUNK", "=nokey", "HOSTNAME", "A=1"}}
+	img := v1.Config{Cmd: []string{"/x"}, Env: []string{"PATH=/bin", "JUNK", "=nokey", "HOSTNAME", "A=1", "NUL=a\x00b"}}
 	s, err := buildSpec(testInput(t, AppOptions{}, img))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range s.Process.Env {
-		if i := strings.IndexByte(kv, '='); i <= 0 {
+		if i := strings.IndexByte(kv, '='); i <= 0 || strings.ContainsRune(kv, 0) {
 			t.Errorf("env %q has entry %q that libcontainer refuses", s.Process.Env, kv)
 		}
 	}

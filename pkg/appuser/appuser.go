@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/moby/sys/user"
@@ -97,6 +98,11 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 		if id < 0 || id >= 1<<32-1 {
 			return nil, fmt.Errorf("cannot resolve user %q in the image: id %d out of range: %w", spec, id, ErrIDRange)
 		}
+	}
+	// HOME comes from here: a home that execve could not take (a NUL
+	// byte) is none, as for a user without an entry.
+	if strings.ContainsRune(u.Home, 0) {
+		u.Home = "/"
 	}
 	return u, nil
 }
