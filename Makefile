@@ -215,6 +215,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox ./kubeletsvc:FuzzCRIRequest \
+	./kubeletsvc:FuzzCRISequence \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
 	./store:FuzzACI ./store:FuzzLayoutArchive ./store:FuzzRegistryImage ./pkg/rkt1conf:FuzzConfig \
 	./stage0:FuzzReadCheckpoint ./stage0:FuzzImageSpec ./stage1:FuzzPstreeMaxPID \

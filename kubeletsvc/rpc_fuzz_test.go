@@ -3,6 +3,7 @@ package kubeletsvc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,131 @@ func FuzzCRIRequest(f *testing.F) {
 			t.Fatalf("ListPodSandbox after %s(%v): %v", m.name, req, err)
 		}
 	})
+}
+
+// maxSequence bounds the calls of one FuzzCRISequence input.
+const maxSequence = 12
+
+// encodeCall is one call of a FuzzCRISequence input: the method's index,
+// the request's length (up to 255 bytes) and the request.
+func encodeCall(tb testing.TB, methods []unaryMethod, name string, req proto.Message) []byte {
+	for i, m := range methods {
+		if strings.HasSuffix(m.name, "/"+name) {
+			b := mustMarshal(tb, req)
+			if len(b) > 255 {
+				tb.Fatalf("seed request of %s is %d bytes", name, len(b))
+			}
+			return append([]byte{byte(i), byte(len(b))}, b...)
+		}
+	}
+	tb.Fatalf("no RPC %s", name)
+	return nil
+}
+
+// FuzzCRISequence runs a sequence of arbitrary calls (see encodeCall) on
+// one service on fakes; "@sb" and "@ct" stand for the sandbox and the
+// container the sequence made last. After each call, what the lists show
+// and what the status calls answer agree: every listed sandbox and
+// container has a status, in the same state, so the service's kept views
+// stay coherent whatever the order of the calls.
+func FuzzCRISequence(f *testing.F) {
+	methods := unaryMethods(f)
+	var life []byte
+	for _, c := range []struct {
+		name string
+		req  proto.Message
+	}{
+		{"RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")}},
+		{"CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxPlaceholder,
+			Config: containerConfig("c", "busybox"), SandboxConfig: sandboxConfig("p")}},
+		{"StartContainer", &runtimeapi.StartContainerRequest{ContainerId: containerPlaceholder}},
+		{"StopContainer", &runtimeapi.StopContainerRequest{ContainerId: containerPlaceholder}},
+		{"CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxPlaceholder,
+			Config: containerConfig("c", "busybox"), SandboxConfig: sandboxConfig("p")}},
+		{"RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: containerPlaceholder}},
+		{"StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: sandboxPlaceholder}},
+		{"RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")}},
+		{"RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sandboxPlaceholder}},
+		{"RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("p")}},
+	} {
+		life = append(life, encodeCall(f, methods, c.name, c.req)...)
+	}
+	f.Add(life)
+	f.Fuzz(func(t *testing.T, seq []byte) {
+		e := newTestEnv(t)
+		e.withStream(t)
+		e.haveImage("busybox")
+		ids := map[string]string{}
+		for n := 0; n < maxSequence && len(seq) >= 2; n++ {
+			m := methods[int(seq[0])%len(methods)]
+			size := min(int(seq[1]), len(seq)-2)
+			body := seq[2 : 2+size]
+			seq = seq[2+size:]
+			req := m.req.New().Interface()
+			if proto.Unmarshal(body, req) != nil {
+				continue
+			}
+			fillIDs(req.ProtoReflect(), ids)
+			reply := &emptypb.Empty{}
+			err := e.conn.Invoke(e.ctx, m.name, req, reply)
+			switch code := status.Code(err); {
+			case code == codes.Unknown, code == codes.Internal && strings.Contains(err.Error(), "panic"):
+				t.Fatalf("call %d, %s(%v): %v", n, m.name, req, err)
+			case err == nil:
+				rememberID(t, m.name, reply, ids)
+			}
+			checkViews(t, e, fmt.Sprintf("after call %d, %s(%v)", n, m.name, req))
+		}
+	})
+}
+
+// rememberID keeps the ID a RunPodSandbox or CreateContainer answered
+// (reply holds the answer's fields as unknown ones) for the placeholders.
+func rememberID(t *testing.T, method string, reply *emptypb.Empty, ids map[string]string) {
+	switch {
+	case strings.HasSuffix(method, "/RunPodSandbox"):
+		r := &runtimeapi.RunPodSandboxResponse{}
+		if err := proto.Unmarshal(reply.ProtoReflect().GetUnknown(), r); err != nil {
+			t.Fatal(err)
+		}
+		ids[sandboxPlaceholder] = r.GetPodSandboxId()
+	case strings.HasSuffix(method, "/CreateContainer"):
+		r := &runtimeapi.CreateContainerResponse{}
+		if err := proto.Unmarshal(reply.ProtoReflect().GetUnknown(), r); err != nil {
+			t.Fatal(err)
+		}
+		ids[containerPlaceholder] = r.GetContainerId()
+	}
+}
+
+// checkViews fails unless every listed sandbox and container has a status
+// in the state the list gives.
+func checkViews(t *testing.T, e *testEnv, when string) {
+	t.Helper()
+	sbs, err := e.rs.ListPodSandbox(e.ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatalf("%s: ListPodSandbox: %v", when, err)
+	}
+	for _, sb := range sbs.GetItems() {
+		st, err := e.rs.PodSandboxStatus(e.ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
+		if err != nil {
+			t.Fatalf("%s: sandbox %s listed %v, its status: %v", when, sb.GetId(), sb.GetState(), err)
+		}
+		if st.GetStatus().GetState() != sb.GetState() {
+			t.Fatalf("%s: sandbox %s listed %v, status %v", when, sb.GetId(), sb.GetState(), st.GetStatus().GetState())
+		}
+	}
+	cts, err := e.rs.ListContainers(e.ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatalf("%s: ListContainers: %v", when, err)
+	}
+	for _, c := range cts.GetContainers() {
+		st, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.GetId()})
+		if err != nil {
+			t.Fatalf("%s: container %s listed %v, its status: %v", when, c.GetId(), c.GetState(), err)
+		}
+		if st.GetStatus().GetState() != c.GetState() {
+			t.Fatalf("%s: container %s listed %v, status %v", when, c.GetId(), c.GetState(), st.GetStatus().GetState())
+		}
+	}
 }

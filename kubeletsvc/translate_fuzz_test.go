@@ -14,7 +14,7 @@ import (
 	"github.com/rkt/rkt/pkg/sysctl"
 )
 
-func mustMarshal(f *testing.F, m proto.Message) []byte {
+func mustMarshal(f testing.TB, m proto.Message) []byte {
 	b, err := proto.Marshal(m)
 	if err != nil {
 		f.Fatal(err)
