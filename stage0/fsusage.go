@@ -1,10 +1,10 @@
 package stage0
 
 import (
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/rkt/rkt/pkg/fsusage"
 )
 
 // FsUsage is the space a directory tree takes (an app's writable layer)
@@ -16,21 +16,12 @@ type FsUsage struct {
 	Mountpoint    string
 }
 
-// dirUsage walks dir and adds up the blocks allocated to its entries.
+// dirUsage measures the tree at dir (an app's writable layer, which the
+// app fills as it likes) and finds its filesystem.
 func dirUsage(dir string) FsUsage {
 	u := FsUsage{Device: dir, Mountpoint: dir}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished meanwhile
-		}
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				u.Bytes += uint64(st.Blocks) * 512
-				u.Inodes++
-			}
-		}
-		return nil
-	})
+	t, _ := fsusage.Tree(dir) // what could be read: the app changes it meanwhile
+	u.Bytes, u.Inodes = t.Bytes, t.Inodes
 	var sfs syscall.Statfs_t
 	if syscall.Statfs(dir, &sfs) == nil {
 		u.Statfs = &sfs
@@ -38,23 +29,11 @@ func dirUsage(dir string) FsUsage {
 	var st syscall.Stat_t
 	if syscall.Stat(dir, &st) == nil {
 		u.Device = deviceName(st.Dev)
-		u.Mountpoint = mountpointOf(dir, st.Dev)
+		if mp, err := fsusage.Mountpoint(dir); err == nil {
+			u.Mountpoint = mp
+		}
 	}
 	return u
-}
-
-// mountpointOf walks up from p (on device dev) to the top of its
-// filesystem.
-func mountpointOf(p string, dev uint64) string {
-	for p != "/" {
-		parent := filepath.Dir(p)
-		var st syscall.Stat_t
-		if syscall.Stat(parent, &st) != nil || st.Dev != dev {
-			return p
-		}
-		p = parent
-	}
-	return "/"
 }
 
 // deviceName returns "major:minor" of a device number.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/fsusage"
 )
 
 // Usage is the space the store takes (for CRI ImageFsInfo).
@@ -202,17 +204,11 @@ func (k *keptDir) entry(name string) (Usage, bool) {
 // walkUsage sums the usage of the tree (or file) at root, reading all of
 // it.
 func walkUsage(root string) (*Usage, error) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(root, &st); err != nil {
+	t, err := fsusage.Tree(root)
+	if err != nil {
 		return nil, err
 	}
-	w := usageWalk{c: &usageCache{}, u: &Usage{}, seen: map[uint64]bool{}}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		w.add(&st)
-	} else if err := w.dir(root, &st); err != nil {
-		return nil, err
-	}
-	return w.u, nil
+	return &Usage{Bytes: t.Bytes, Inodes: t.Inodes}, nil
 }
 
 // mountpointOf walks up from p until the device changes, once for each
@@ -225,25 +221,9 @@ func (c *usageCache) mountpointOf(p string) (string, error) {
 	if c.mountpoint != "" && c.dev == st.Dev {
 		return c.mountpoint, nil
 	}
-	mp, err := walkToMountpoint(p, &st)
+	mp, err := fsusage.Mountpoint(p)
 	if err == nil {
 		c.dev, c.mountpoint = st.Dev, mp
 	}
 	return mp, err
-}
-
-// walkToMountpoint walks up from p, of stat st, until the device changes.
-func walkToMountpoint(p string, st *unix.Stat_t) (string, error) {
-	for p != "/" {
-		parent := filepath.Dir(p)
-		var pst unix.Stat_t
-		if err := unix.Stat(parent, &pst); err != nil {
-			return "", fmt.Errorf("cannot stat %q: %w", parent, err)
-		}
-		if pst.Dev != st.Dev || pst.Ino == st.Ino {
-			return p, nil
-		}
-		p = parent
-	}
-	return "/", nil
 }
