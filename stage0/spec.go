@@ -168,7 +168,7 @@ func processArgs(entrypoint, cmd, exec, args []string) ([]string, error) {
 	}
 	for i, a := range out {
 		if strings.ContainsRune(a, 0) {
-			return nil, fmt.Errorf("argument %d of the command %q holds a NUL byte: %w", i, out, ErrInvalid)
+			return nil, fmt.Errorf("argument %d of the command, %q, holds a NUL byte: %w", i, a, ErrInvalid)
 		}
 	}
 	return out, nil
