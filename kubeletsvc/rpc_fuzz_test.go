@@ -209,8 +209,9 @@ func encodeCall(tb testing.TB, methods []unaryMethod, name string, req proto.Mes
 // one service on fakes; "@sb" and "@ct" stand for the sandbox and the
 // container the sequence made last. After each call, what the lists show
 // and what the status calls answer agree: every listed sandbox and
-// container has a status, in the same state, so the service's kept views
-// stay coherent whatever the order of the calls.
+// container has a status, in the same state, and nothing removed is
+// listed, so the service's kept views stay coherent whatever the order of
+// the calls.
 func FuzzCRISequence(f *testing.F) {
 	methods := unaryMethods(f)
 	var life []byte
@@ -239,6 +240,7 @@ func FuzzCRISequence(f *testing.F) {
 		e.withStream(t)
 		e.haveImage("busybox")
 		ids := map[string]string{}
+		gone := map[string]bool{} // IDs of sandboxes and containers removed
 		for n := 0; n < maxSequence && len(seq) >= 2; n++ {
 			m := methods[int(seq[0])%len(methods)]
 			size := min(int(seq[1]), len(seq)-2)
@@ -256,8 +258,14 @@ func FuzzCRISequence(f *testing.F) {
 				t.Fatalf("call %d, %s(%v): %v", n, m.name, req, err)
 			case err == nil:
 				rememberID(t, m.name, reply, ids)
+				switch r := req.(type) {
+				case *runtimeapi.RemoveContainerRequest:
+					gone[r.GetContainerId()] = true
+				case *runtimeapi.RemovePodSandboxRequest:
+					gone[r.GetPodSandboxId()] = true
+				}
 			}
-			checkViews(t, e, fmt.Sprintf("after call %d, %s(%v)", n, m.name, req))
+			checkViews(t, e, fmt.Sprintf("after call %d, %s(%v)", n, m.name, req), gone)
 		}
 	})
 }
@@ -282,14 +290,18 @@ func rememberID(t *testing.T, method string, reply *emptypb.Empty, ids map[strin
 }
 
 // checkViews fails unless every listed sandbox and container has a status
-// in the state the list gives.
-func checkViews(t *testing.T, e *testEnv, when string) {
+// in the state the list gives, and none removed (gone, by ID; a container
+// of a removed sandbox too) is listed.
+func checkViews(t *testing.T, e *testEnv, when string, gone map[string]bool) {
 	t.Helper()
 	sbs, err := e.rs.ListPodSandbox(e.ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatalf("%s: ListPodSandbox: %v", when, err)
 	}
 	for _, sb := range sbs.GetItems() {
+		if gone[sb.GetId()] {
+			t.Fatalf("%s: sandbox %s listed after its removal", when, sb.GetId())
+		}
 		st, err := e.rs.PodSandboxStatus(e.ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
 		if err != nil {
 			t.Fatalf("%s: sandbox %s listed %v, its status: %v", when, sb.GetId(), sb.GetState(), err)
@@ -303,6 +315,9 @@ func checkViews(t *testing.T, e *testEnv, when string) {
 		t.Fatalf("%s: ListContainers: %v", when, err)
 	}
 	for _, c := range cts.GetContainers() {
+		if gone[c.GetId()] || gone[c.GetPodSandboxId()] {
+			t.Fatalf("%s: container %s of sandbox %s listed after its or its sandbox's removal", when, c.GetId(), c.GetPodSandboxId())
+		}
 		st, err := e.rs.ContainerStatus(e.ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.GetId()})
 		if err != nil {
 			t.Fatalf("%s: container %s listed %v, its status: %v", when, c.GetId(), c.GetState(), err)
