@@ -1,6 +1,7 @@
 package networking
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,35 @@ func brokenCacheEntries(cfg Config, uuid string) ([]brokenEntry, error) {
 func (b brokenEntry) remove() error {
 	if err := os.Remove(b.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cannot remove unreadable cache entry of network %q of pod %q: %w", b.network, b.containerID, err)
+	}
+	return nil
+}
+
+// del runs CNI DEL for the entry with its network's config as it is now
+// (its own is lost with the entry), so plugins that keep state elsewhere
+// (a dhcp lease, a third-party IPAM) release it too, in the namespace at
+// netns ("" when it is gone). libcni reads no cached result for it (an
+// empty cache directory), so the entry stays until the caller, having
+// swept and released, removes it. A network no longer configured has
+// nothing to run: nil.
+func (b brokenEntry) del(ctx context.Context, cfg Config, netns string) error {
+	data, _, err := networkConfList(cfg, b.network, true)
+	if errors.Is(err, ErrNetworkNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot remove pod %q from network %q: %w", b.containerID, b.network, err)
+	}
+	list, err := libcni.ConfListFromBytes(data)
+	if err != nil {
+		return fmt.Errorf("cannot remove pod %q from network %q: %w", b.containerID, b.network, err)
+	}
+	list, _ = installedPlugins(cfg, list)
+	noCache := filepath.Join(cfg.stateDir(), "no-cache") // never created
+	cni := libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), noCache, &delExec{boundedExec: newBoundedExec()})
+	rt := &libcni.RuntimeConf{ContainerID: b.containerID, NetNS: netns, IfName: b.ifName}
+	if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+		return fmt.Errorf("cannot remove pod %q from network %q: %w", b.containerID, b.network, err)
 	}
 	return nil
 }

@@ -18,9 +18,9 @@ import (
 // CNI DEL for their attachments in libcni's cache under the data dir,
 // removes the iptables rules tagged with them, their host-local reservations
 // (also those without a cache entry) and their use of the default network's
-// outbound NAT rule; a cache entry cut short (brokenCacheEntries), which
-// has no config to run a DEL with, is removed once its pod's rules on its
-// network are swept and the reservations released. It also removes the
+// outbound NAT rule; a cache entry cut short (brokenCacheEntries) gets its
+// DEL with its network's config of now and is removed once its pod's rules
+// on its network are swept and the reservations released. It also removes the
 // stale temporary files of atomic writes of the network state
 // (fileperm.RemoveStaleTemp). exists reports whether a pod UUID still
 // exists in any state (prepare, prepared, run, exited-garbage, garbage); it
@@ -49,17 +49,23 @@ func GC(ctx context.Context, cfg Config, exists func(uuid string) bool) error {
 		}
 		nets[a.ContainerID] = append(nets[a.ContainerID], a.Network)
 	}
-	// entries cut short have no config to run a DEL with: sweep and release
+	// entries cut short lost their config: a DEL with the network's
+	// config of now, then sweep and release as for the others
 	broken, err := brokenCacheEntries(cfg, "")
 	if err != nil {
 		errs = append(errs, err)
 	}
 	var gone []brokenEntry
 	for _, b := range broken {
-		if !exists(b.containerID) {
-			gone = append(gone, b)
-			nets[b.containerID] = append(nets[b.containerID], b.network)
+		if exists(b.containerID) {
+			continue
 		}
+		if err := b.del(ctx, cfg, ""); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone = append(gone, b)
+		nets[b.containerID] = append(nets[b.containerID], b.network)
 	}
 	swept := map[string]bool{}
 	for id, n := range nets {

@@ -171,8 +171,9 @@ func delNetworks(ctx context.Context, cfg Config, podDir string, res *Result) er
 
 // delCachedAttachments runs CNI DEL for every attachment libcni cached for
 // the container ID uuid, in the namespace at netns. An entry cut short
-// (brokenCacheEntries) has no config to run a DEL with: the pod's rules on
-// its network are swept and its reservations released instead (its veth
+// (brokenCacheEntries) lost the config it was added with: its DEL runs with
+// the network's config of now (brokenEntry.del), and the pod's rules on
+// its network are swept and its reservations released as well (its veth
 // goes with the namespace), then the entry is removed.
 func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) error {
 	cni, _ := newDelCNI(cfg)
@@ -194,6 +195,9 @@ func delCachedAttachments(ctx context.Context, cfg Config, uuid, netns string) e
 		nets = append(nets, a.Network)
 	}
 	for _, b := range broken {
+		if err := b.del(ctx, cfg, netns); err != nil {
+			errs = append(errs, err)
+		}
 		nets = append(nets, b.network)
 	}
 	if len(nets) == 0 || len(errs) > 0 {
