@@ -125,6 +125,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 		s.log.Warn("cannot notify systemd", "error", err)
 	}
+	// what only start-up ran (package initialisation, the recovery of the
+	// pods) leaves the resident set
+	s.svc.dropExePages()
 
 	select {
 	case err := <-served:

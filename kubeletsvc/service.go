@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/rkt/rkt/kubeletsvc/internal/registrar"
+	"github.com/rkt/rkt/pkg/exepages"
 	"github.com/rkt/rkt/stage0"
 	"github.com/rkt/rkt/store"
 )
@@ -35,7 +36,7 @@ type criService struct {
 	pullMu         sync.Mutex
 	pulls          int             // PullImage calls running
 	pullAllocs     uint64          // the heap's allocations when the first of them began
-	freeOSMemory   func()          // after pulls (tests: counts the calls)
+	freeOSMemory   func()          // after pulls (tests: counts the calls): releaseMemory
 	stopping       <-chan struct{} // closed when the service shuts down
 	// creating holds the IDs of the sandboxes and containers being
 	// created, from their name's reservation until their creation returns
@@ -80,7 +81,7 @@ func newCRIService(cfg Config) (*criService, error) {
 // newService returns a service on the given store and runtime; usernsErr
 // says why pods cannot have user namespaces (nil: they can).
 func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criService {
-	return &criService{
+	c := &criService{
 		usernsErr:      usernsErr,
 		cfg:            cfg,
 		log:            cfg.Logger,
@@ -91,7 +92,24 @@ func newService(cfg Config, st imageStore, rt podRuntime, usernsErr error) *criS
 		events:         newEventBus(),
 		stats:          newCPUSampler(),
 		stopping:       make(chan struct{}),
-		freeOSMemory:   debug.FreeOSMemory,
+	}
+	c.freeOSMemory = c.releaseMemory
+	return c
+}
+
+// releaseMemory returns the heap's free pages to the OS and drops the
+// binary's pages: after a burst of pulls, whose code (TLS, HTTP, the
+// registry client, the decompressors) only the next pull runs again.
+func (c *criService) releaseMemory() {
+	debug.FreeOSMemory()
+	c.dropExePages()
+}
+
+// dropExePages unmaps the binary's code and read-only data
+// (pkg/exepages): what the service runs again faults back at its next use.
+func (c *criService) dropExePages() {
+	if _, err := exepages.Drop(); err != nil {
+		c.log.Warn("cannot release the executable's pages", "error", err)
 	}
 }
 

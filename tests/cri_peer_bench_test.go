@@ -143,7 +143,8 @@ func (p *peer) runPod(t testing.TB, name, logDir string) (string, string) {
 // side by side in one run, their calls interleaved so that the machine's
 // drift hits all: the pod and container lifecycle per RPC (p50 of 20
 // rounds), crictl runp+create+start as processes, List*/Status at 10
-// running pods, the daemon's RSS (idle, and at 10 pods after the calls)
+// running pods, the daemon's RSS (idle after a pull and a minute of an
+// empty node's calls, and at 10 pods after the calls)
 // and each pod's own memory (PSS of rkt's supervisor and namespace
 // holder; of containerd's shim and pause).
 // The containerds are Debian's (1.6, runc) and 2.4.2 with crun, each when
@@ -212,6 +213,10 @@ func BenchmarkCRIVsContainerd(b *testing.B) {
 		p.imgID = r.ImageRef
 	}
 	b.Cleanup(func() { removeAllPods(b, peers[0].c) })
+	// idle as under a kubelet: an empty node's calls for a minute
+	for _, p := range peers {
+		emptyNodeCalls(b, p.c, 60)
+	}
 	time.Sleep(time.Second)
 	idle := map[string]int{}
 	for _, p := range peers {
