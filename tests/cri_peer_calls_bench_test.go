@@ -36,7 +36,7 @@ var otherCalls = []string{
 var pullCalls = []string{"PullImage (new layer)", "RemoveImage", "PullImage (72 MB)", "RemoveImage (72 MB)"}
 
 // measureOtherCalls times otherCalls on each peer in turn, rounds times,
-// against its running pods and containers. A call a peer does not
+// against its running pods and containers, each turn after turnIdle. A call a peer does not
 // implement (Unimplemented) has no time for it.
 func measureOtherCalls(b *testing.B, peers []*peer, lat map[string]latencies, pods, ctrs map[string][]string, ref string, rounds int) {
 	ctx := context.Background()
@@ -113,19 +113,21 @@ func measureOtherCalls(b *testing.B, peers []*peer, lat map[string]latencies, po
 					return err
 				},
 			}
-			for _, name := range otherCalls {
-				if unimplemented[p.name+name] {
-					continue
+			p.idleTurn(func() {
+				for _, name := range otherCalls {
+					if unimplemented[p.name+name] {
+						continue
+					}
+					l := latencies{}
+					err := l.time(name, calls[name])
+					if status.Code(err) == codes.Unimplemented && p.ref {
+						unimplemented[p.name+name] = true
+						continue
+					}
+					must(b, p.name+" "+name, err)
+					lat[p.name][name] = append(lat[p.name][name], l[name]...)
 				}
-				l := latencies{}
-				err := l.time(name, calls[name])
-				if status.Code(err) == codes.Unimplemented && p.ref {
-					unimplemented[p.name+name] = true
-					continue
-				}
-				must(b, p.name+" "+name, err)
-				lat[p.name][name] = append(lat[p.name][name], l[name]...)
-			}
+			})
 		}
 	}
 }
