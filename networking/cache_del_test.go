@@ -22,29 +22,18 @@ func TestBrokenCacheEntryDel(t *testing.T) {
 	}{{"teardown", true}, {"gc", true}, {"teardown", false}, {"gc", false}} {
 		t.Run(fmt.Sprintf("%s/configured=%v", tc.path, tc.configured), func(t *testing.T) {
 			cfg := testConfig(t)
-			pluginDir, out := t.TempDir(), t.TempDir()
-			script := fmt.Sprintf(`#!/bin/sh
-case "$CNI_COMMAND" in
-VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}'; exit 0 ;;
-esac
-echo "$CNI_CONTAINERID $CNI_IFNAME" >> %[1]s/$CNI_COMMAND
-[ "$CNI_COMMAND" = ADD ] && echo '{"cniVersion":"1.0.0"}'
-exit 0
-`, out)
-			if err := os.WriteFile(filepath.Join(pluginDir, "lease"), []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			cfg.PluginDirs = append([]string{pluginDir}, cfg.pluginDirs()...)
-			conf := filepath.Join(cfg.ConfDir, "lease.conflist")
-			if err := os.WriteFile(conf, []byte(`{"cniVersion":"1.0.0","name":"lease","plugins":[{"type":"lease"}]}`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			pn := newPod(t, cfg, "lease")
+			out := t.TempDir()
+			writeScriptNetwork(t, &cfg, fmt.Sprintf(`case "$CNI_COMMAND" in `+versionCase+`
+ADD) echo '{"cniVersion":"1.0.0"}' ;;
+DEL) echo "$CNI_CONTAINERID $CNI_IFNAME" >> %s/DEL ;;
+esac; exit 0`, out))
+			conf := filepath.Join(cfg.ConfDir, "scripted.conflist")
+			pn := newPod(t, cfg, "scripted")
 			ctx := context.Background()
 			if _, err := Setup(ctx, cfg, pn); err != nil {
 				t.Fatalf("Setup: %v", err)
 			}
-			entry := filepath.Join(cfg.cacheDir(), "results", "lease-"+pn.UUID+"-eth0")
+			entry := filepath.Join(cfg.cacheDir(), "results", "scripted-"+pn.UUID+"-eth0")
 			if err := os.WriteFile(entry, []byte(`{"kind":"cniCacheV1","contai`), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -77,6 +66,11 @@ exit 0
 			}
 			if _, err := os.Stat(entry); !os.IsNotExist(err) {
 				t.Errorf("the cache entry is left: %v", err)
+			}
+			if tc.path == "teardown" { // GC leaves the namespace, and the veth in it, to the pod's teardown
+				if left := hostLeftovers(t, cfg, pn, cfg.DefaultBridge); len(left) > 0 {
+					t.Errorf("left after the teardown: %v", left)
+				}
 			}
 		})
 	}
