@@ -135,8 +135,6 @@ func readConn(t testing.TB, c net.Conn) string {
 	return strings.TrimSpace(string(buf[:n]))
 }
 
-// hostState is what a pod may leave on the host: veths on the bridge, IPAM
-// reservations, iptables rules mentioning the pod, libcni cache entries.
 // settledLeftovers is hostLeftovers once the host had up to 5 s to let go
 // of the pod's veth: with its namespace gone and no plugin to delete it,
 // the kernel removes it asynchronously.
@@ -152,6 +150,9 @@ func settledLeftovers(t testing.TB, cfg Config, pn PodNet, bridge string) []stri
 	}
 }
 
+// hostLeftovers is what a pod may leave on the host: veths on the bridge,
+// IPAM reservations, iptables rules mentioning the pod, libcni cache
+// entries, its netns file and mounts under its directory.
 func hostLeftovers(t testing.TB, cfg Config, pn PodNet, bridge string) []string {
 	t.Helper()
 	var left []string
