@@ -42,6 +42,10 @@ type Config struct {
 // and accepts up to 16 MiB (grpc's default server limit is 4 MiB).
 const maxMsgSize = 16 << 20
 
+// recvWindow is the server's HTTP/2 receive window, per stream and per
+// connection.
+const recvWindow = 1 << 20
+
 // Server is a running-or-ready kubelet-service.
 type Server struct {
 	cfg  Config
@@ -90,6 +94,13 @@ func newGRPCServer(svc *criService, in *instrument, opts ...grpc.ServerOption) *
 		// calls run on kept goroutines, whose stacks have grown already,
 		// not each on a new one
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		// fixed receive windows: with grpc's dynamic ones every request
+		// that finds no ping in flight makes the server send a window
+		// update and a BDP ping, and wake again for the client's ack.
+		// Requests are small (the largest, a CreateContainer, is a few
+		// KiB), so a window of 1 MiB never holds a client back.
+		grpc.StaticStreamWindowSize(recvWindow),
+		grpc.StaticConnWindowSize(recvWindow),
 		// Stop (at the shutdown timeout) cancels the calls and waits for
 		// them to return: a cancelled call releases what it made
 		grpc.WaitForHandlers(true),
