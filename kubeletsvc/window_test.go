@@ -12,7 +12,9 @@ import (
 
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -95,5 +97,16 @@ func BenchmarkVersion(b *testing.B) {
 		if _, err := e.rs.Version(e.ctx, &runtimeapi.VersionRequest{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRequestLargerThanWindow: a request of several windows (the message
+// limit is 16 MiB) still arrives, through the window updates.
+func TestRequestLargerThanWindow(t *testing.T) {
+	e := newTestEnv(t)
+	ref := strings.Repeat("a", 3*recvWindow)
+	_, err := e.is.ImageStatus(e.ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if c := status.Code(err); c != codes.InvalidArgument && c != codes.OK {
+		t.Fatalf("ImageStatus of a %d-byte reference: %v, want InvalidArgument or an answer", len(ref), err)
 	}
 }
