@@ -106,7 +106,7 @@ func (b brokenEntry) del(ctx context.Context, cfg Config, netns string) error {
 	}
 	list, _ = installedPlugins(cfg, list)
 	noCache := filepath.Join(cfg.stateDir(), "no-cache") // never created
-	cni := libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), noCache, &delExec{boundedExec: newBoundedExec()})
+	cni, _ := newDelCNIAt(cfg, noCache)
 	rt := &libcni.RuntimeConf{ContainerID: b.containerID, NetNS: netns, IfName: b.ifName}
 	if err := cni.DelNetworkList(ctx, list, rt); err != nil {
 		return fmt.Errorf("cannot remove pod %q from network %q: %w", b.containerID, b.network, err)

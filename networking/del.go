@@ -80,6 +80,11 @@ func isDel(environ []string) bool {
 
 // newDelCNI is newCNI for DELs, with the delExec it runs plugins with.
 func newDelCNI(cfg Config) (*libcni.CNIConfig, *delExec) {
+	return newDelCNIAt(cfg, cfg.cacheDir())
+}
+
+// newDelCNIAt is newDelCNI with libcni's cache of results at cacheDir.
+func newDelCNIAt(cfg Config, cacheDir string) (*libcni.CNIConfig, *delExec) {
 	e := &delExec{boundedExec: newBoundedExec()}
-	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cfg.cacheDir(), e), e
+	return libcni.NewCNIConfigWithCacheDir(cfg.pluginDirs(), cacheDir, e), e
 }
