@@ -16,14 +16,20 @@ import (
 	"github.com/rkt/rkt/tests/testutil"
 )
 
-// staticPodSample is one static pod: when its manifest was written and when
-// the runtime was first seen reporting its container running.
-type staticPodSample struct{ Written, Running time.Time }
+// staticPodSample is one static pod: when its manifest was written, when
+// the runtime was first seen reporting its container running, and when its
+// sandbox was first seen not ready after the manifest was removed.
+type staticPodSample struct{ Written, Running, NotReady time.Time }
 
 // staticPodPoll is how often the benchmark asks the runtime whether the
 // container runs: fine enough not to round the times it measures (at 200 ms
 // the medians of both runtimes fell on multiples of it).
 const staticPodPoll = 10 * time.Millisecond
+
+// staticPodSettle is how long the benchmark waits after a pod's sandbox
+// is reported not ready before it writes the next manifest: more than the
+// kubelet's teardown of it takes.
+const staticPodSettle = time.Second
 
 // staticPodRuntime is a runtime under a kubelet of its own.
 type staticPodRuntime struct {
@@ -36,7 +42,8 @@ type staticPodRuntime struct {
 
 // sample writes the manifest of pod name, records when the runtime first
 // reports its container running (polled through the CRI), then removes the
-// manifest and waits until the kubelet stopped the pod, so that the next
+// manifest and waits until the sandbox is not ready and then until the
+// kubelet's teardown of it is over (staticPodSettle), so that the next
 // sample starts on a node where nothing else is under way.
 func (rt *staticPodRuntime) sample(b *testing.B, image, name string) staticPodSample {
 	k, c := rt.k, rt.c
@@ -78,7 +85,7 @@ spec:
 			LabelSelector: labels}})
 		return err == nil && len(l.Containers) > 0, err
 	})
-	s := staticPodSample{start, time.Now()}
+	s := staticPodSample{Written: start, Running: time.Now()}
 	if err := os.Remove(path); err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +95,14 @@ spec:
 			LabelSelector: labels}})
 		return err == nil && len(l.Items) == 0, err
 	})
+	s.NotReady = time.Now()
+	// Every runtime reports the sandbox not ready before its CNI DEL is
+	// over, and the kubelet's StopPodSandbox goes on after that (60-80 ms,
+	// printed with RKT_BENCH_KUBELET_TRACE): without a pause the next
+	// sample's ADD ran beside it. Asking the runtime to stop the sandbox
+	// too is no way to wait for it: containerd then runs a second DEL
+	// beside the kubelet's, and one of them fails.
+	time.Sleep(staticPodSettle)
 	return s
 }
 
@@ -249,6 +264,19 @@ func printStaticPodTrace(rt string, p *criTraceProxy, ss []staticPodSample, requ
 		}
 	}
 	fmt.Printf("  %-18s %8s %8.1f %8.1f (after StartContainer)\n", "running seen", "", ms(percentile(total, 50)), ms(percentile(seenAfter, 50)))
+	var stopTail []time.Duration
+	for _, s := range ss {
+		for _, c := range p.Calls(s.Running, s.NotReady) {
+			if c.Method == "StopPodSandbox" {
+				stopTail = append(stopTail, c.End.Sub(s.NotReady))
+				break
+			}
+		}
+	}
+	if len(stopTail) > 0 {
+		fmt.Printf("  the kubelet's StopPodSandbox ended %.1f ms (at most %.1f) after the sandbox was seen not ready; the next sample waited %v\n",
+			ms(percentile(stopTail, 50)), ms(slices.Max(stopTail)), staticPodSettle)
+	}
 	med := percentile(total, 50)
 	for _, s := range ss {
 		if s.Running.Sub(s.Written) != med {
