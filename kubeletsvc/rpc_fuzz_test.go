@@ -240,7 +240,8 @@ func FuzzCRISequence(f *testing.F) {
 		e.withStream(t)
 		e.haveImage("busybox")
 		ids := map[string]string{}
-		gone := map[string]bool{} // IDs of sandboxes and containers removed
+		made := map[string]string{} // ID -> what made it: RunPodSandbox or CreateContainer
+		gone := map[string]bool{}   // IDs of sandboxes and containers removed
 		for n := 0; n < maxSequence && len(seq) >= 2; n++ {
 			m := methods[int(seq[0])%len(methods)]
 			size := min(int(seq[1]), len(seq)-2)
@@ -257,12 +258,19 @@ func FuzzCRISequence(f *testing.F) {
 			case code == codes.Unknown, code == codes.Internal && strings.Contains(err.Error(), "panic"):
 				t.Fatalf("call %d, %s(%v): %v", n, m.name, req, err)
 			case err == nil:
-				rememberID(t, m.name, reply, ids)
+				rememberID(t, m.name, reply, ids, made)
+				// removing what does not exist (or is of the other
+				// kind: a sandbox's ID to RemoveContainer) succeeds
+				// and removes nothing
 				switch r := req.(type) {
 				case *runtimeapi.RemoveContainerRequest:
-					gone[r.GetContainerId()] = true
+					if made[r.GetContainerId()] == "CreateContainer" {
+						gone[r.GetContainerId()] = true
+					}
 				case *runtimeapi.RemovePodSandboxRequest:
-					gone[r.GetPodSandboxId()] = true
+					if made[r.GetPodSandboxId()] == "RunPodSandbox" {
+						gone[r.GetPodSandboxId()] = true
+					}
 				}
 			}
 			checkViews(t, e, fmt.Sprintf("after call %d, %s(%v)", n, m.name, req), gone)
@@ -271,8 +279,9 @@ func FuzzCRISequence(f *testing.F) {
 }
 
 // rememberID keeps the ID a RunPodSandbox or CreateContainer answered
-// (reply holds the answer's fields as unknown ones) for the placeholders.
-func rememberID(t *testing.T, method string, reply *emptypb.Empty, ids map[string]string) {
+// (reply holds the answer's fields as unknown ones) for the placeholders,
+// and which of the two made it in made.
+func rememberID(t *testing.T, method string, reply *emptypb.Empty, ids, made map[string]string) {
 	switch {
 	case strings.HasSuffix(method, "/RunPodSandbox"):
 		r := &runtimeapi.RunPodSandboxResponse{}
@@ -280,12 +289,14 @@ func rememberID(t *testing.T, method string, reply *emptypb.Empty, ids map[strin
 			t.Fatal(err)
 		}
 		ids[sandboxPlaceholder] = r.GetPodSandboxId()
+		made[r.GetPodSandboxId()] = "RunPodSandbox"
 	case strings.HasSuffix(method, "/CreateContainer"):
 		r := &runtimeapi.CreateContainerResponse{}
 		if err := proto.Unmarshal(reply.ProtoReflect().GetUnknown(), r); err != nil {
 			t.Fatal(err)
 		}
 		ids[containerPlaceholder] = r.GetContainerId()
+		made[r.GetContainerId()] = "CreateContainer"
 	}
 }
 
