@@ -5,12 +5,17 @@ package upper
 
 import (
 	"archive/tar"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,124 +36,206 @@ const (
 // ".wh..wh..opq" entry, other trusted.overlay.* attributes are dropped.
 // tarx.Extract with WhiteoutOverlay turns it back into an upper directory.
 // Owners, modes, times, hardlinks, device nodes and xattrs are kept.
+//
+// The layer is read through descriptors, not paths: each directory is
+// opened in its parent without following a symlink, each entry is read
+// through its parent's descriptor, and a file's content from a descriptor
+// that must be the inode the walk found. Whoever still writes into the
+// layer (another container of the pod, through the shared PID namespace's
+// /proc/<pid>/root) cannot swap a symlink in to make it read outside dir:
+// the archive then fails (ErrChanged) or holds what dir held.
 func Archive(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	links := map[[2]uint64]string{} // (dev, ino) of multiply-linked files -> first name
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		st, ok := fi.Sys().(*unix.Stat_t)
-		if !ok {
-			st = &unix.Stat_t{}
-			if err := unix.Lstat(p, st); err != nil {
-				return fmt.Errorf("cannot stat %s: %w", p, err)
-			}
-		}
-		if fi.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0 {
-			wh := filepath.Join(filepath.Dir(rel), WhiteoutPrefix+filepath.Base(rel))
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
-		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return fmt.Errorf("cannot read link %s: %w", p, err)
-			}
-		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return fmt.Errorf("cannot archive %s: %w", p, err)
-		}
-		h.Name = rel
-		h.Uname, h.Gname = "", ""
-		h.Format = tar.FormatPAX
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		opaque := false
-		if h.PAXRecords, opaque, err = xattrRecords(p); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() && st.Nlink > 1 {
-			key := [2]uint64{st.Dev, st.Ino}
-			if first, seen := links[key]; seen {
-				h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
-			} else {
-				links[key] = rel
-			}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("cannot archive %s: %w", p, err)
-		}
-		if h.Typeflag == tar.TypeReg && h.Size > 0 {
-			f, err := os.Open(p)
-			if err != nil {
-				return fmt.Errorf("cannot archive %s: %w", p, err)
-			}
-			_, err = io.CopyN(tw, f, h.Size)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("cannot archive %s: %w", p, err)
-			}
-		}
-		if opaque {
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.Join(rel, WhiteoutOpaque), Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
-		}
-		return nil
-	})
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot open %s: %w", dir, err)
+	}
+	a := &archiver{tw: tar.NewWriter(w), top: dir, links: map[[2]uint64]string{}}
+	if err := a.dir(os.NewFile(uintptr(fd), dir), ""); err != nil {
+		return err
+	}
+	return a.tw.Close()
+}
+
+// ErrChanged is returned (wrapped) by Archive when an entry was replaced
+// while it was archived.
+var ErrChanged = errors.New("changed while it was archived")
+
+type archiver struct {
+	tw    *tar.Writer
+	top   string               // the directory archived, for messages
+	links map[[2]uint64]string // (dev, ino) of multiply-linked files -> first name
+}
+
+// beforeOpen, when set (tests), runs before the content of the regular
+// file rel is opened.
+var beforeOpen func(rel string)
+
+// dir archives the entries of the directory d (at rel below the top, ""
+// for the top) in lexical order, depth first, as filepath.WalkDir would;
+// it closes d.
+func (a *archiver) dir(d *os.File, rel string) error {
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", a.path(rel), err)
+	}
+	sort.Strings(names)
+	raw, err := d.SyscallConn()
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	var dfd int
+	if err := raw.Control(func(fd uintptr) { dfd = int(fd) }); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := a.entry(dfd, path.Join(rel, name), name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// xattrRecords returns the PAX records of the file's extended attributes
-// other than overlayfs' own, and whether it is an opaque directory.
-func xattrRecords(p string) (map[string]string, bool, error) {
-	sz, err := unix.Llistxattr(p, nil)
-	if err != nil || sz == 0 {
-		if err == unix.ENOTSUP {
-			err = nil
+// entry archives name in the directory dfd (at rel below the top). Its
+// metadata is read at /proc/self/fd/<dfd>/<name>, which resolves name in
+// that directory and follows nothing after it.
+func (a *archiver) entry(dfd int, rel, name string) error {
+	p := "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + name
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("cannot stat %s: %w", a.path(rel), err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("cannot stat %s: no inode", a.path(rel))
+	}
+	if fi.Mode()&fs.ModeCharDevice != 0 && st.Rdev == 0 {
+		wh := path.Join(path.Dir(rel), WhiteoutPrefix+name)
+		return a.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
+	}
+	link := ""
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(p); err != nil {
+			return fmt.Errorf("cannot read link %s: %w", a.path(rel), err)
 		}
-		return nil, false, err
+	}
+	h, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return fmt.Errorf("cannot archive %s: %w", a.path(rel), err)
+	}
+	h.Name = rel
+	h.Uname, h.Gname = "", ""
+	h.Format = tar.FormatPAX
+	if fi.IsDir() {
+		h.Name += "/"
+	}
+	opaque := false
+	if h.PAXRecords, opaque, err = xattrRecords(p, a.path(rel)); err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() && st.Nlink > 1 {
+		key := [2]uint64{st.Dev, st.Ino}
+		if first, seen := a.links[key]; seen {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
+		} else {
+			a.links[key] = rel
+		}
+	}
+	if err := a.tw.WriteHeader(h); err != nil {
+		return fmt.Errorf("cannot archive %s: %w", a.path(rel), err)
+	}
+	switch {
+	case h.Typeflag == tar.TypeReg && h.Size > 0:
+		if beforeOpen != nil {
+			beforeOpen(rel)
+		}
+		f, err := a.open(dfd, rel, name, 0, st)
+		if err != nil {
+			return err
+		}
+		_, err = io.CopyN(a.tw, f, h.Size)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cannot archive %s: %w", a.path(rel), err)
+		}
+	case fi.IsDir():
+		d, err := a.open(dfd, rel, name, unix.O_DIRECTORY, st)
+		if err != nil {
+			return err
+		}
+		if err := a.dir(d, rel); err != nil {
+			return err
+		}
+	}
+	if opaque {
+		return a.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Join(rel, WhiteoutOpaque), Mode: 0o600, ModTime: fi.ModTime(), Format: tar.FormatPAX})
+	}
+	return nil
+}
+
+// open opens name in the directory dfd without following a symlink (nor
+// blocking on a FIFO put in its place) and checks that it is still the
+// inode st.
+func (a *archiver) open(dfd int, rel, name string, flags int, st *syscall.Stat_t) (*os.File, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			err = fmt.Errorf("%w (%v)", ErrChanged, err)
+		}
+		return nil, fmt.Errorf("cannot open %s: %w", a.path(rel), err)
+	}
+	var now unix.Stat_t
+	if err := unix.Fstat(fd, &now); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("cannot stat %s: %w", a.path(rel), err)
+	}
+	if now.Dev != st.Dev || now.Ino != st.Ino {
+		unix.Close(fd)
+		return nil, fmt.Errorf("cannot archive %s: %w", a.path(rel), ErrChanged)
+	}
+	return os.NewFile(uintptr(fd), a.path(rel)), nil
+}
+
+// path is rel's path for messages.
+func (a *archiver) path(rel string) string { return filepath.Join(a.top, rel) }
+
+// xattrRecords returns the PAX records of the extended attributes of the
+// file at p (named name in messages) other than overlayfs' own, and
+// whether it is an opaque directory.
+func xattrRecords(p, name string) (map[string]string, bool, error) {
+	sz, err := unix.Llistxattr(p, nil)
+	if err == unix.ENOTSUP || err == nil && sz == 0 {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot list the attributes of %s: %w", name, err)
 	}
 	buf := make([]byte, sz)
 	if sz, err = unix.Llistxattr(p, buf); err != nil {
-		return nil, false, fmt.Errorf("cannot list the attributes of %s: %w", p, err)
+		return nil, false, fmt.Errorf("cannot list the attributes of %s: %w", name, err)
 	}
 	var recs map[string]string
 	opaque := false
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
-		if name == "" {
+	for _, attr := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
+		if attr == "" {
 			continue
 		}
 		val := make([]byte, 64<<10)
-		n, err := unix.Lgetxattr(p, name, val)
+		n, err := unix.Lgetxattr(p, attr, val)
 		if err != nil {
-			return nil, false, fmt.Errorf("cannot read attribute %s of %s: %w", name, p, err)
+			return nil, false, fmt.Errorf("cannot read attribute %s of %s: %w", attr, name, err)
 		}
-		if name == OpaqueXattr {
+		if attr == OpaqueXattr {
 			opaque = string(val[:n]) == "y"
 			continue
 		}
-		if strings.HasPrefix(name, OverlayXattrPrefix) {
+		if strings.HasPrefix(attr, OverlayXattrPrefix) {
 			continue
 		}
 		if recs == nil {
 			recs = map[string]string{}
 		}
-		recs[XattrPAXPrefix+name] = string(val[:n])
+		recs[XattrPAXPrefix+attr] = string(val[:n])
 	}
 	return recs, opaque, nil
 }

@@ -1,0 +1,105 @@
+package upper
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// archiveSwapped archives an upper directory holding d/f and f ("public")
+// while swap runs just before the content of the file rel is opened, as a
+// container writing into the layer would. Outside the directory, out/f and
+// out/d/f hold "secret". It returns the contents the archive holds, by
+// name, and Archive's error.
+func archiveSwapped(t *testing.T, rel string, swap func(up, out string)) (map[string]string, error) {
+	t.Helper()
+	up, out := t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(up, "d"), filepath.Join(out, "d")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, data := range map[string]string{
+		filepath.Join(up, "f"): "public", filepath.Join(up, "d", "f"): "public", filepath.Join(up, "g"): "others",
+		filepath.Join(out, "f"): "secret", filepath.Join(out, "d", "f"): "secret",
+	} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beforeOpen = func(r string) {
+		if r == rel {
+			swap(up, out)
+		}
+	}
+	t.Cleanup(func() { beforeOpen = nil })
+	var buf bytes.Buffer
+	err := Archive(&buf, up)
+	got := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, rerr := tr.Next()
+		if rerr != nil {
+			break
+		}
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	return got, err
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestArchiveDirSwappedForSymlink: a directory replaced by a symlink to
+// outside the layer after the walk entered it: the file is read from the
+// directory the walk opened, not through the symlink.
+func TestArchiveDirSwappedForSymlink(t *testing.T) {
+	got, err := archiveSwapped(t, "d/f", func(up, out string) {
+		must(t, os.Rename(filepath.Join(up, "d"), filepath.Join(up, "d.old")))
+		must(t, os.Symlink(filepath.Join(out, "d"), filepath.Join(up, "d")))
+	})
+	if err != nil {
+		t.Fatalf("Archive: %v", err)
+	}
+	if got["d/f"] != "public" {
+		t.Errorf("d/f archived as %q, want what the layer held", got["d/f"])
+	}
+}
+
+// TestArchiveFileSwappedForSymlink: a file replaced by a symlink to
+// outside the layer between its stat and its read fails the archive.
+func TestArchiveFileSwappedForSymlink(t *testing.T) {
+	got, err := archiveSwapped(t, "f", func(up, out string) {
+		must(t, os.Remove(filepath.Join(up, "f")))
+		must(t, os.Symlink(filepath.Join(out, "f"), filepath.Join(up, "f")))
+	})
+	if !errors.Is(err, ErrChanged) {
+		t.Errorf("Archive: %v, want ErrChanged", err)
+	}
+	for name, data := range got {
+		if data == "secret" {
+			t.Errorf("%s archived with the content of a file outside the layer", name)
+		}
+	}
+}
+
+// TestArchiveFileSwappedForAnother: a file replaced by another between its
+// stat and its read fails the archive (its header already holds the first
+// one's size and mode).
+func TestArchiveFileSwappedForAnother(t *testing.T) {
+	_, err := archiveSwapped(t, "f", func(up, _ string) {
+		must(t, os.Rename(filepath.Join(up, "g"), filepath.Join(up, "f")))
+	})
+	if !errors.Is(err, ErrChanged) {
+		t.Errorf("Archive: %v, want ErrChanged", err)
+	}
+}
