@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"github.com/moby/sys/user"
+	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/fileperm"
 )
@@ -48,29 +50,20 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // Lookup resolves spec ("", name, uid, name:group, uid:gid...) against
-// rootfs's /etc/passwd and /etc/group, both resolved inside rootfs so that
-// symlinks cannot point out of it. Missing files, or an empty rootfs, leave
-// numeric ids as given and default to uid 0, gid 0, home "/".
+// rootfs's /etc/passwd and /etc/group, both opened inside rootfs so that
+// symlinks cannot point out of it, even swapped in while they are opened
+// (the rootfs of a running container). Missing files, or an empty rootfs,
+// leave numeric ids as given and default to uid 0, gid 0, home "/".
 func Lookup(rootfs, spec string) (*user.ExecUser, error) {
-	var passwd, group string
-	if rootfs != "" {
-		var err error
-		if passwd, err = securejoin.SecureJoin(rootfs, "/etc/passwd"); err != nil {
-			return nil, fmt.Errorf("cannot resolve /etc/passwd in %q: %w", rootfs, err)
-		}
-		if group, err = securejoin.SecureJoin(rootfs, "/etc/group"); err != nil {
-			return nil, fmt.Errorf("cannot resolve /etc/group in %q: %w", rootfs, err)
-		}
-	}
 	var passwdR, groupR io.Reader
 	for _, f := range []struct {
 		path string
 		r    *io.Reader
-	}{{passwd, &passwdR}, {group, &groupR}} {
-		if f.path == "" {
-			continue
+	}{{"/etc/passwd", &passwdR}, {"/etc/group", &groupR}} {
+		if rootfs == "" {
+			break
 		}
-		file, err := fileperm.OpenRegular(f.path)
+		file, err := openInRoot(rootfs, f.path)
 		switch {
 		case errors.Is(err, fileperm.ErrNotRegular):
 			return nil, err
@@ -80,10 +73,10 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 		defer file.Close()
 		st, err := file.Stat()
 		if err != nil {
-			return nil, fmt.Errorf("cannot stat %q: %w", f.path, err)
+			return nil, fmt.Errorf("cannot stat %s in %q: %w", f.path, rootfs, err)
 		}
 		if st.Size() > MaxFileSize {
-			return nil, fmt.Errorf("cannot read %q (%d bytes): %w", f.path, st.Size(), ErrTooLarge)
+			return nil, fmt.Errorf("cannot read %s in %q (%d bytes): %w", f.path, rootfs, st.Size(), ErrTooLarge)
 		}
 		*f.r = &capReader{r: file, left: MaxFileSize}
 	}
@@ -110,3 +103,23 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 // ErrIDRange is the error of a user or group id an image's /etc/passwd
 // or /etc/group gives outside 0..2^32-2.
 var ErrIDRange = errors.New("user or group id out of range")
+
+// openInRoot opens p (absolute in rootfs) for reading, its symlinks
+// resolved inside rootfs on descriptors (pathrs-lite, as runc does), if it
+// is a regular file (fileperm.ErrNotRegular otherwise: a FIFO would block
+// the open, a device node is one of the host's).
+func openInRoot(rootfs, p string) (*os.File, error) {
+	h, err := pathrs.OpenInRoot(rootfs, p)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	st, err := h.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot stat %s in %q: %w", p, rootfs, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot read %s in %q (mode %v): %w", p, rootfs, st.Mode(), fileperm.ErrNotRegular)
+	}
+	return pathrs.Reopen(h, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK)
+}

@@ -174,3 +174,49 @@ func TestLookupIDRange(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupRacingSymlink: while Lookup runs, a process of the container
+// keeps swapping the rootfs's /etc for a symlink to a directory of the
+// host (whose passwd names the user "host"): Lookup must never read the
+// host's file. Resolving the path first and opening it after (SecureJoin,
+// then open) read it within a few hundred lookups here.
+func TestLookupRacingSymlink(t *testing.T) {
+	rootfs, host := t.TempDir(), t.TempDir()
+	etc := filepath.Join(rootfs, "etc")
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("app:x:1000:1000::/home/app:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "passwd"), []byte("app:x:4242:4242::/host:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(rootfs, "etc.link")
+	if err := os.Symlink(host, link); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // swap etc and etc.link, then back, with renameat2(RENAME_EXCHANGE)
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, etc, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := 0; i < 5000; i++ {
+		u, err := Lookup(rootfs, "app")
+		if err != nil {
+			continue // the swapped /etc is a symlink to outside: no file
+		}
+		if u.Uid == 4242 || u.Home == "/host" {
+			t.Fatalf("lookup %d read the host's passwd: uid %d, home %q", i, u.Uid, u.Home)
+		}
+	}
+}
