@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // archiveSwapped archives an upper directory holding d/f and f ("public")
@@ -101,5 +103,29 @@ func TestArchiveFileSwappedForAnother(t *testing.T) {
 	})
 	if !errors.Is(err, ErrChanged) {
 		t.Errorf("Archive: %v, want ErrChanged", err)
+	}
+}
+
+// TestArchiveTooDeep: a tree deeper than MaxDepth is refused, not walked
+// with a descriptor per level; one MaxDepth deep is archived.
+func TestArchiveTooDeep(t *testing.T) {
+	for _, c := range []struct {
+		depth int
+		want  error
+	}{{MaxDepth, nil}, {MaxDepth + 1, ErrTooDeep}} {
+		up := t.TempDir()
+		fd, err := unix.Open(up, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		must(t, err)
+		for i := 0; i < c.depth; i++ { // each relative to the last: no path limit
+			must(t, unix.Mkdirat(fd, "d", 0o755))
+			next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			unix.Close(fd)
+			must(t, err)
+			fd = next
+		}
+		unix.Close(fd)
+		if err := Archive(io.Discard, up); !errors.Is(err, c.want) {
+			t.Errorf("depth %d: Archive: %v, want %v", c.depth, err, c.want)
+		}
 	}
 }

@@ -60,6 +60,14 @@ func Archive(w io.Writer, dir string) error {
 // while it was archived.
 var ErrChanged = errors.New("changed while it was archived")
 
+// MaxDepth bounds how deep below its top Archive descends (it holds a
+// descriptor per level); a deeper tree is refused (ErrTooDeep).
+const MaxDepth = 1024
+
+// ErrTooDeep is returned (wrapped) by Archive for a tree deeper than
+// MaxDepth.
+var ErrTooDeep = errors.New("directory tree too deep")
+
 type archiver struct {
 	tw    *tar.Writer
 	top   string               // the directory archived, for messages
@@ -75,6 +83,9 @@ var beforeOpen func(rel string)
 // it closes d.
 func (a *archiver) dir(d *os.File, rel string) error {
 	defer d.Close()
+	if rel != "" && strings.Count(rel, "/") >= MaxDepth {
+		return fmt.Errorf("cannot archive %s: %w (more than %d levels)", a.top, ErrTooDeep, MaxDepth)
+	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", a.path(rel), err)
