@@ -215,7 +215,7 @@ chaos: all tools
 # coordinator's identical deadline, which killed and restarted the worker
 # (every 5 s on the slower targets, a seventh of the executions).
 FUZZTIME ?= 30s
-FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./store:FuzzParseReference \
+FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./pkg/tarx/upper:FuzzArchive ./store:FuzzParseReference \
 	./store/regconfig:FuzzLoad ./store/regconfig:FuzzNormalizeRegistry \
 	./kubeletsvc:FuzzTranslateContainer ./kubeletsvc:FuzzTranslateSandbox ./kubeletsvc:FuzzCRIRequest \
 	./kubeletsvc:FuzzCRISequence \

@@ -129,3 +129,18 @@ func TestArchiveTooDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestArchiveAttrName: an attribute whose name holds "=" (which Linux
+// takes and a PAX record cannot) fails the archive with ErrAttrName, not
+// with the tar writer's error.
+func TestArchiveAttrName(t *testing.T) {
+	up := t.TempDir()
+	f := filepath.Join(up, "f")
+	must(t, os.WriteFile(f, []byte("x"), 0o644))
+	if err := unix.Setxattr(f, "user.a=b", []byte("v"), 0); err != nil {
+		t.Skipf("no user attributes here: %v", err)
+	}
+	if err := Archive(io.Discard, up); !errors.Is(err, ErrAttrName) {
+		t.Errorf("Archive: %v, want ErrAttrName", err)
+	}
+}

@@ -35,7 +35,10 @@ const (
 // ".wh.<name>", a directory with trusted.overlay.opaque=y gets a
 // ".wh..wh..opq" entry, other trusted.overlay.* attributes are dropped.
 // tarx.Extract with WhiteoutOverlay turns it back into an upper directory.
-// Owners, modes, times, hardlinks, device nodes and xattrs are kept.
+// Owners, modes, times, hardlinks, device nodes and xattrs are kept. A
+// file the app named ".wh.<name>" is archived under its name, which OCI
+// layers reserve for whiteouts (image-spec's layer.md): any reader of the
+// layer, Extract included, takes it for one.
 //
 // The layer is read through descriptors, not paths: each directory is
 // opened in its parent without following a symlink, each entry is read
@@ -59,6 +62,11 @@ func Archive(w io.Writer, dir string) error {
 // ErrChanged is returned (wrapped) by Archive when an entry was replaced
 // while it was archived.
 var ErrChanged = errors.New("changed while it was archived")
+
+// ErrAttrName is returned (wrapped) by Archive for an extended attribute
+// whose name a tar cannot hold: one with "=" (Linux takes it, PAX records
+// do not).
+var ErrAttrName = errors.New("attribute name a tar cannot hold")
 
 // MaxDepth bounds how deep below its top Archive descends (it holds a
 // descriptor per level); a deeper tree is refused (ErrTooDeep).
@@ -242,6 +250,9 @@ func xattrRecords(p, name string) (map[string]string, bool, error) {
 		}
 		if strings.HasPrefix(attr, OverlayXattrPrefix) {
 			continue
+		}
+		if strings.Contains(attr, "=") { // a PAX record's key cannot hold one
+			return nil, false, fmt.Errorf("cannot archive %s: its attribute %q: %w", name, attr, ErrAttrName)
 		}
 		if recs == nil {
 			recs = map[string]string{}
