@@ -53,7 +53,7 @@ func Archive(w io.Writer, dir string) error {
 		return fmt.Errorf("cannot open %s: %w", dir, err)
 	}
 	a := &archiver{tw: tar.NewWriter(w), top: dir, links: map[[2]uint64]string{}}
-	if err := a.dir(os.NewFile(uintptr(fd), dir), ""); err != nil {
+	if err := a.dir(fd, ""); err != nil {
 		return err
 	}
 	return a.tw.Close()
@@ -86,10 +86,11 @@ type archiver struct {
 // file rel is opened.
 var beforeOpen func(rel string)
 
-// dir archives the entries of the directory d (at rel below the top, ""
-// for the top) in lexical order, depth first, as filepath.WalkDir would;
-// it closes d.
-func (a *archiver) dir(d *os.File, rel string) error {
+// dir archives the entries of the directory open as fd (at rel below the
+// top, "" for the top) in lexical order, depth first, as filepath.WalkDir
+// would; it closes fd.
+func (a *archiver) dir(fd int, rel string) error {
+	d := os.NewFile(uintptr(fd), a.path(rel)) // owns fd, which the entries use until it closes
 	defer d.Close()
 	if rel != "" && strings.Count(rel, "/") >= MaxDepth {
 		return fmt.Errorf("cannot archive %s: %w (more than %d levels)", a.top, ErrTooDeep, MaxDepth)
@@ -99,16 +100,8 @@ func (a *archiver) dir(d *os.File, rel string) error {
 		return fmt.Errorf("cannot read %s: %w", a.path(rel), err)
 	}
 	sort.Strings(names)
-	raw, err := d.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var dfd int
-	if err := raw.Control(func(fd uintptr) { dfd = int(fd) }); err != nil {
-		return err
-	}
 	for _, name := range names {
-		if err := a.entry(dfd, path.Join(rel, name), name); err != nil {
+		if err := a.entry(fd, path.Join(rel, name), name); err != nil {
 			return err
 		}
 	}
@@ -168,21 +161,22 @@ func (a *archiver) entry(dfd int, rel, name string) error {
 		if beforeOpen != nil {
 			beforeOpen(rel)
 		}
-		f, err := a.open(dfd, rel, name, 0, st)
+		fd, err := a.open(dfd, rel, name, 0, st)
 		if err != nil {
 			return err
 		}
+		f := os.NewFile(uintptr(fd), a.path(rel))
 		_, err = io.CopyN(a.tw, f, h.Size)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("cannot archive %s: %w", a.path(rel), err)
 		}
 	case fi.IsDir():
-		d, err := a.open(dfd, rel, name, unix.O_DIRECTORY, st)
+		fd, err := a.open(dfd, rel, name, unix.O_DIRECTORY, st)
 		if err != nil {
 			return err
 		}
-		if err := a.dir(d, rel); err != nil {
+		if err := a.dir(fd, rel); err != nil {
 			return err
 		}
 	}
@@ -194,25 +188,25 @@ func (a *archiver) entry(dfd int, rel, name string) error {
 
 // open opens name in the directory dfd without following a symlink (nor
 // blocking on a FIFO put in its place) and checks that it is still the
-// inode st.
-func (a *archiver) open(dfd int, rel, name string, flags int, st *syscall.Stat_t) (*os.File, error) {
+// inode st; it returns the descriptor.
+func (a *archiver) open(dfd int, rel, name string, flags int, st *syscall.Stat_t) (int, error) {
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			err = fmt.Errorf("%w (%v)", ErrChanged, err)
 		}
-		return nil, fmt.Errorf("cannot open %s: %w", a.path(rel), err)
+		return -1, fmt.Errorf("cannot open %s: %w", a.path(rel), err)
 	}
 	var now unix.Stat_t
 	if err := unix.Fstat(fd, &now); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("cannot stat %s: %w", a.path(rel), err)
+		return -1, fmt.Errorf("cannot stat %s: %w", a.path(rel), err)
 	}
 	if now.Dev != st.Dev || now.Ino != st.Ino {
 		unix.Close(fd)
-		return nil, fmt.Errorf("cannot archive %s: %w", a.path(rel), ErrChanged)
+		return -1, fmt.Errorf("cannot archive %s: %w", a.path(rel), ErrChanged)
 	}
-	return os.NewFile(uintptr(fd), a.path(rel)), nil
+	return fd, nil
 }
 
 // path is rel's path for messages.
