@@ -221,7 +221,7 @@ FUZZ_TARGETS = ./pkg/tarx:FuzzExtract ./pkg/tarx/upper:FuzzArchive ./store:FuzzP
 	./kubeletsvc:FuzzCRISequence \
 	./stage1/control:FuzzReadFrame ./stage1/control:FuzzReadMessage \
 	./store:FuzzACI ./store:FuzzLayoutArchive ./store:FuzzRegistryImage ./pkg/rkt1conf:FuzzConfig \
-	./stage0:FuzzReadCheckpoint ./stage0:FuzzImageSpec ./stage1:FuzzPstreeMaxPID \
+	./stage0:FuzzReadCheckpoint ./stage0:FuzzImageSpec ./stage1:FuzzPstreeMaxPID ./stage1:FuzzLogSplitter \
 	./networking:FuzzNetworkConfig ./pkg/appuser:FuzzLookup
 
 fuzz:
