@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"github.com/moby/sys/user"
-	"golang.org/x/sys/unix"
 
 	"github.com/rkt/rkt/pkg/fileperm"
 )
@@ -63,7 +60,7 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 		if rootfs == "" {
 			break
 		}
-		file, err := openInRoot(rootfs, f.path)
+		file, err := fileperm.OpenRegularInRoot(rootfs, f.path)
 		switch {
 		case errors.Is(err, fileperm.ErrNotRegular):
 			return nil, err
@@ -103,23 +100,3 @@ func Lookup(rootfs, spec string) (*user.ExecUser, error) {
 // ErrIDRange is the error of a user or group id an image's /etc/passwd
 // or /etc/group gives outside 0..2^32-2.
 var ErrIDRange = errors.New("user or group id out of range")
-
-// openInRoot opens p (absolute in rootfs) for reading, its symlinks
-// resolved inside rootfs on descriptors (pathrs-lite, as runc does), if it
-// is a regular file (fileperm.ErrNotRegular otherwise: a FIFO would block
-// the open, a device node is one of the host's).
-func openInRoot(rootfs, p string) (*os.File, error) {
-	h, err := pathrs.OpenInRoot(rootfs, p)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	st, err := h.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot stat %s in %q: %w", p, rootfs, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot read %s in %q (mode %v): %w", p, rootfs, st.Mode(), fileperm.ErrNotRegular)
-	}
-	return pathrs.Reopen(h, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK)
-}
