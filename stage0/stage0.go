@@ -114,8 +114,11 @@ func New(cfg Config) (*Runtime, error) {
 		r.view = v
 		r.stats = &statsCache{m: map[string]*AppStats{}}
 		ctx, cancel := context.WithCancel(context.Background())
-		r.unwatch = cancel
-		go r.statsLoop(ctx)
+		done := make(chan struct{})
+		// the loop may record a dead supervisor's apps (a status read
+		// does): Close returns once it cannot write any more
+		r.unwatch = func() { cancel(); <-done }
+		go func() { defer close(done); r.statsLoop(ctx) }()
 	}
 	return r, nil
 }
