@@ -141,6 +141,7 @@ func seccompProfile(sc *runtimeapi.LinuxContainerSecurityContext) (string, error
 			return "localhost/" + p.GetLocalhostRef(), nil
 		}
 	}
+	//lint:ignore SA1019 older kubelets send only the path
 	switch p := sc.GetSeccompProfilePath(); {
 	case p == "" || p == "unconfined":
 		return stage0.SeccompUnconfined, nil
@@ -157,11 +158,13 @@ func seccompProfile(sc *runtimeapi.LinuxContainerSecurityContext) (string, error
 // them when the host has no such LSM; the runtime default and unconfined
 // need nothing.
 func applyLSM(sc *runtimeapi.LinuxContainerSecurityContext, opts *stage0.AppOptions) error {
+	//lint:ignore SA1019 older kubelets send only the name
+	legacy := sc.GetApparmorProfile()
 	if a := sc.GetApparmor(); a != nil {
 		if a.GetProfileType() == runtimeapi.SecurityProfile_Localhost {
 			opts.ApparmorProfile = a.GetLocalhostRef()
 		}
-	} else if p := sc.GetApparmorProfile(); p != "" && p != "runtime/default" && p != "unconfined" {
+	} else if p := legacy; p != "" && p != "runtime/default" && p != "unconfined" {
 		opts.ApparmorProfile = strings.TrimPrefix(p, "localhost/")
 	}
 	if se := sc.GetSelinuxOptions(); se != nil && (se.GetUser() != "" || se.GetRole() != "" || se.GetType() != "" || se.GetLevel() != "") {

@@ -1,5 +1,7 @@
 package kubeletsvc
 
+//lint:file-ignore SA1019 the deprecated seccomp path older kubelets send is tested
+
 import (
 	"errors"
 	"reflect"

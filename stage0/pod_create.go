@@ -19,10 +19,6 @@ import (
 	"github.com/rkt/rkt/pkg/schema"
 )
 
-// appRecordFile is stage0's own record of an app (options and image), from
-// which the runtime spec is (re)built once the pod has its final location.
-const appRecordFile = "stage0.json"
-
 // newPodPrefix names a pod directory being created, before it is renamed
 // to its UUID.
 const newPodPrefix = ".new-"

@@ -111,11 +111,6 @@ type containerdPeer struct {
 	done         chan struct{}
 }
 
-// startContainerd starts Debian's containerd (startContainerdDist).
-func startContainerd(t testing.TB, regAddr, pauseRef string) *containerdPeer {
-	return startContainerdDist(t, debianContainerd(), regAddr, pauseRef)
-}
-
 // startContainerdDist starts d with a CRI plugin whose sandbox image is
 // pauseRef and which pulls from the registry at regAddr over plain HTTP;
 // it is stopped, and what its pods left is removed, at cleanup.

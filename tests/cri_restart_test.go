@@ -109,7 +109,7 @@ func TestCRIRestart(t *testing.T) {
 	if len(before.pids) != 11 || len(before.ctrs) != 2*12 {
 		t.Fatalf("before the restart: %d pods, %d container entries; want 11 and 24", len(before.pids), len(before.ctrs))
 	}
-	c = sameAfter(t, svc, "a SIGKILL", before, func() { svc.Kill(); svc.Restart() })
+	sameAfter(t, svc, "a SIGKILL", before, func() { svc.Kill(); svc.Restart() })
 	// A graceful stop (SIGTERM) leaves the pods running too.
 	c = sameAfter(t, svc, "a SIGTERM", before, func() { svc.stop(); svc.Restart() })
 	_, err := c.RunPodSandbox(rpcCtx(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("restart-3", logDir)})

@@ -172,7 +172,8 @@ func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
 		return err
 	}
 	switch h.Typeflag {
-	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink, //nolint:staticcheck // old tars use TypeRegA
+	//lint:ignore SA1019 old tars use TypeRegA
+	case tar.TypeDir, tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink,
 		tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 	default:
 		return nil // pax global headers and vendor types carry no file
@@ -201,7 +202,8 @@ func (x *extractor) entry(tr *tar.Reader, h *tar.Header) error {
 		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old tars use TypeRegA
+	//lint:ignore SA1019 old tars use TypeRegA
+	case tar.TypeReg, tar.TypeRegA:
 		if err := x.writeFile(target, tr, h.Size); err != nil {
 			return err
 		}
