@@ -105,6 +105,9 @@ func (b brokenEntry) del(ctx context.Context, cfg Config, netns string) error {
 		return fmt.Errorf("cannot remove pod %q from network %q: %w", b.containerID, b.network, err)
 	}
 	list, _ = installedPlugins(cfg, list)
+	if !isNetNS(netns) { // the empty mountpoint a reboot leaves
+		netns = ""
+	}
 	noCache := filepath.Join(cfg.stateDir(), "no-cache") // never created
 	cni, _ := newDelCNIAt(cfg, noCache)
 	rt := &libcni.RuntimeConf{ContainerID: b.containerID, NetNS: netns, IfName: b.ifName}

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // TestBrokenCacheEntryDel: a libcni cache entry cut short during an ADD
@@ -19,13 +23,17 @@ func TestBrokenCacheEntryDel(t *testing.T) {
 	for _, tc := range []struct {
 		path       string
 		configured bool
-	}{{"teardown", true}, {"gc", true}, {"teardown", false}, {"gc", false}} {
-		t.Run(fmt.Sprintf("%s/configured=%v", tc.path, tc.configured), func(t *testing.T) {
+		// rebooted: the namespace's bind mount is gone, its empty
+		// mountpoint file is left (the DEL must get no CNI_NETNS)
+		rebooted bool
+	}{{"teardown", true, false}, {"gc", true, false}, {"teardown", false, false}, {"gc", false, false},
+		{"teardown", true, true}} {
+		t.Run(fmt.Sprintf("%s/configured=%v/rebooted=%v", tc.path, tc.configured, tc.rebooted), func(t *testing.T) {
 			cfg := testConfig(t)
 			out := t.TempDir()
 			writeScriptNetwork(t, &cfg, fmt.Sprintf(`case "$CNI_COMMAND" in `+versionCase+`
 ADD) echo '{"cniVersion":"1.0.0"}' ;;
-DEL) echo "$CNI_CONTAINERID $CNI_IFNAME" >> %s/DEL ;;
+DEL) echo "$CNI_CONTAINERID $CNI_IFNAME $CNI_NETNS" >> %s/DEL ;;
 esac; exit 0`, out))
 			conf := filepath.Join(cfg.ConfDir, "scripted.conflist")
 			pn := newPod(t, cfg, "scripted")
@@ -41,6 +49,16 @@ esac; exit 0`, out))
 				if err := os.Remove(conf); err != nil {
 					t.Fatal(err)
 				}
+			}
+			netns := schema.PodDir(pn.Dir).NetNS()
+			if tc.rebooted {
+				if err := unix.Unmount(netns, unix.MNT_DETACH); err != nil {
+					t.Fatal(err)
+				}
+				netns = ""
+			}
+			if tc.path == "gc" {
+				netns = "" // a vanished pod's
 			}
 			switch tc.path {
 			case "teardown":
@@ -59,8 +77,8 @@ esac; exit 0`, out))
 			switch {
 			case tc.configured && err != nil:
 				t.Fatalf("the plugin got no DEL: %v", err)
-			case tc.configured && strings.TrimSpace(string(dels)) != pn.UUID+" eth0":
-				t.Errorf("DELs = %q, want one of %s eth0", dels, pn.UUID)
+			case tc.configured && strings.TrimSpace(string(dels)) != strings.TrimSpace(pn.UUID+" eth0 "+netns):
+				t.Errorf("DELs = %q, want one of %s eth0 in %q", dels, pn.UUID, netns)
 			case !tc.configured && err == nil:
 				t.Errorf("a DEL ran without a config: %q", dels)
 			}
