@@ -33,26 +33,32 @@ func ImagesInUse(dataDir string) (map[string]bool, error) {
 			if isLegacyPod(filepath.Join(dir, e.Name())) {
 				continue // rkt 1.x's ACIs are not in this store
 			}
-			pd := schema.PodDir(filepath.Join(dir, e.Name()))
-			b, err := os.ReadFile(pd.Manifest())
-			if err != nil {
-				continue // a pod still being prepared has no manifest yet
-			}
-			var pm schema.PodManifest
-			if err := json.Unmarshal(b, &pm); err != nil {
-				continue
-			}
-			pd.DropRemovedApps(&pm)
-			for _, a := range pm.Apps {
-				inUse[a.Image.ID] = true
-				ids, _ := volumeImages(string(pd), a.Name)
-				for _, id := range ids {
-					inUse[id] = true
-				}
-			}
+			addPodImages(schema.PodDir(filepath.Join(dir, e.Name())), inUse)
 		}
 	}
 	return inUse, nil
+}
+
+// addPodImages adds the images a pod directory's manifest and app records
+// name to inUse. The manifest is read without its version check, so that
+// a pod kept for a newer rkt (which lists leave out) keeps its images.
+func addPodImages(pd schema.PodDir, inUse map[string]bool) {
+	b, err := os.ReadFile(pd.Manifest())
+	if err != nil {
+		return // a pod still being prepared has no manifest yet
+	}
+	var pm schema.PodManifest
+	if err := json.Unmarshal(b, &pm); err != nil {
+		return
+	}
+	pd.DropRemovedApps(&pm)
+	for _, a := range pm.Apps {
+		inUse[a.Image.ID] = true
+		ids, _ := volumeImages(string(pd), a.Name)
+		for _, id := range ids {
+			inUse[id] = true
+		}
+	}
 }
 
 // appVolumeImages keeps the images of each app's image volumes, which are
@@ -64,13 +70,31 @@ type appVolumeImages struct {
 }
 
 // imagesInUse is ImagesInUse from the view's pods: each app's record is
-// read once, when the app is first seen.
+// read once, when the app is first seen. The pods the list leaves out
+// (unreadable, a newer rkt's) are read from disk as ImagesInUse does.
 func (v *podView) imagesInUse() (map[string]bool, error) {
 	pods, _, err := v.list()
 	if err != nil {
 		return nil, err
 	}
 	inUse := map[string]bool{}
+	listed := make(map[string]bool, len(pods))
+	for _, ps := range pods {
+		listed[ps.UUID] = true
+	}
+	v.mu.Lock()
+	var leftOut []string
+	for uuid := range v.pods {
+		if !listed[uuid] {
+			leftOut = append(leftOut, uuid)
+		}
+	}
+	v.mu.Unlock()
+	for _, uuid := range leftOut {
+		if p := v.r.locate(uuid); p != nil {
+			addPodImages(schema.PodDir(p.dir), inUse)
+		}
+	}
 	v.volumes.mu.Lock()
 	defer v.volumes.mu.Unlock()
 	seen := make(map[string][]string, len(v.volumes.byID))

@@ -65,8 +65,8 @@ func TestListLeavesOutUnreadable(t *testing.T) {
 		}
 		ctx := context.Background()
 		var uuids []string
-		for range 2 {
-			uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: "busybox"}}})
+		for _, img := range []string{"kept", "busybox"} {
+			uuid, err := rt.Prepare(ctx, PrepareOptions{Apps: []AppOptions{{Image: img}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,6 +86,10 @@ func TestListLeavesOutUnreadable(t *testing.T) {
 		}
 		if left := rt.LeftOut(); len(left) != 1 || !errors.Is(left[uuids[0]], schema.ErrNewerVersion) {
 			t.Errorf("watch %v: LeftOut = %v, want the newer pod", watch, left)
+		}
+		// its image stays in use: the pod is kept for the newer rkt
+		if inUse, err := rt.ImagesInUse(); err != nil || !inUse["sha256:kept"] {
+			t.Errorf("watch %v: ImagesInUse = %v, %v; want the left-out pod's image", watch, inUse, err)
 		}
 		rt.Close()
 	}
