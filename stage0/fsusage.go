@@ -1,6 +1,7 @@
 package stage0
 
 import (
+	"context"
 	"strconv"
 	"syscall"
 
@@ -18,9 +19,9 @@ type FsUsage struct {
 
 // dirUsage measures the tree at dir (an app's writable layer, which the
 // app fills as it likes) and finds its filesystem.
-func dirUsage(dir string) FsUsage {
+func dirUsage(ctx context.Context, dir string) FsUsage {
 	u := FsUsage{Device: dir, Mountpoint: dir}
-	t, _ := fsusage.Tree(dir) // what could be read: the app changes it meanwhile
+	t, _ := fsusage.Tree(ctx, dir) // what could be read: the app changes it meanwhile
 	u.Bytes, u.Inodes = t.Bytes, t.Inodes
 	var sfs syscall.Statfs_t
 	if syscall.Statfs(dir, &sfs) == nil {

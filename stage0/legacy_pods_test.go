@@ -99,7 +99,7 @@ func TestStatsOfPreFSApp(t *testing.T) {
 		}
 		ps := &PodStatus{UUID: "u", State: PodRunning, Dir: podDir, Apps: []AppStatus{{
 			AppStatus: schema.AppStatus{Name: "app", State: schema.AppRunning, Pid: os.Getpid()}}}}
-		st, err := readAppStats(ps, "app")
+		st, err := readAppStats(context.Background(), ps, "app")
 		if err != nil {
 			t.Fatal(err)
 		}

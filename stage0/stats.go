@@ -49,7 +49,7 @@ type InterfaceStats struct {
 const statsInterval = 10 * time.Second
 
 // readAppStats reads the usage of a running app of a pod.
-func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
+func readAppStats(ctx context.Context, ps *PodStatus, app string) (*AppStats, error) {
 	as := findAppStatus(ps, app)
 	if as == nil {
 		return nil, fmt.Errorf("app %q in pod %s: %w", app, ps.UUID, ErrAppNotFound)
@@ -66,8 +66,11 @@ func readAppStats(ps *PodStatus, app string) (*AppStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
 	}
-	return &AppStats{Timestamp: time.Now(), Stats: *cg,
-		WritableLayer: dirUsage(appUpperDir(schema.PodDir(ps.Dir).App(as.Name)))}, nil
+	layer := dirUsage(ctx, appUpperDir(schema.PodDir(ps.Dir).App(as.Name)))
+	if err := ctx.Err(); err != nil { // the layer's walk was cut short
+		return nil, fmt.Errorf("cannot read the stats of app %q of pod %s: %w", as.Name, ps.UUID, err)
+	}
+	return &AppStats{Timestamp: time.Now(), Stats: *cg, WritableLayer: layer}, nil
 }
 
 // findAppStatus returns the named app; "" names the only one.
@@ -296,9 +299,9 @@ func (r *Runtime) appStats(ctx context.Context, uuid, app string) (*AppStats, er
 	}
 	as := findAppStatus(ps, app)
 	if r.stats == nil || as == nil || ps.State != PodRunning || as.State != schema.AppRunning {
-		return readAppStats(ps, app) // or why it has none
+		return readAppStats(ctx, ps, app) // or why it has none
 	}
-	return r.stats.get(appStatsKey(ps.UUID, as), func() (*AppStats, error) { return readAppStats(ps, as.Name) })
+	return r.stats.get(appStatsKey(ps.UUID, as), func() (*AppStats, error) { return readAppStats(ctx, ps, as.Name) })
 }
 
 // appStatsKey is the stats cache's key of a running app: its pod, name and
@@ -436,7 +439,7 @@ func (r *Runtime) refreshStats(ctx context.Context) {
 			if a.State != schema.AppRunning {
 				continue
 			}
-			s, err := readAppStats(ps, a.Name)
+			s, err := readAppStats(ctx, ps, a.Name)
 			if err == nil {
 				key := appStatsKey(ps.UUID, &a)
 				batch[key], seen[key] = s, true

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -202,9 +203,9 @@ func (k *keptDir) entry(name string) (Usage, bool) {
 }
 
 // walkUsage sums the usage of the tree (or file) at root, reading all of
-// it.
+// it (the store's own trees: not cut short).
 func walkUsage(root string) (*Usage, error) {
-	t, err := fsusage.Tree(root)
+	t, err := fsusage.Tree(context.Background(), root)
 	if err != nil {
 		return nil, err
 	}

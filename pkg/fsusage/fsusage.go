@@ -7,6 +7,7 @@
 package fsusage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ const batch = 128
 type inode struct{ dev, ino uint64 }
 
 type walk struct {
+	ctx  context.Context
 	u    Usage
 	seen map[inode]bool // hard-linked inodes counted
 	err  error          // the first error but a vanished entry's
@@ -40,12 +42,13 @@ type walk struct {
 // Tree returns the usage of the tree (or the file) at root. Entries removed
 // during the walk are left out; any other error stops the walk of the
 // directory it is in, and the first one is returned with what was counted.
-func Tree(root string) (Usage, error) {
+// A cancelled ctx stops the walk between batches, with ctx's error.
+func Tree(ctx context.Context, root string) (Usage, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(root, &st); err != nil {
 		return Usage{}, fmt.Errorf("cannot stat %q: %w", root, err)
 	}
-	w := walk{seen: map[inode]bool{}}
+	w := walk{ctx: ctx, seen: map[inode]bool{}}
 	w.add(&st)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return w.u, nil
@@ -82,6 +85,10 @@ func (w *walk) dir(path string, fd int, depth int) {
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	for {
+		if err := w.ctx.Err(); err != nil {
+			w.fail(err)
+			return
+		}
 		names, err := f.Readdirnames(batch)
 		for _, name := range names {
 			var st unix.Stat_t

@@ -1,6 +1,8 @@
 package fsusage
 
 import (
+	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -53,18 +55,18 @@ func TestTree(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(root, "a/root")); err != nil { // not followed
 		t.Fatal(err)
 	}
-	got, err := Tree(root)
+	got, err := Tree(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := du(t, root); got != want || got.Inodes != 11 {
 		t.Errorf("Tree = %+v, want %+v (11 inodes)", got, want)
 	}
-	file, err := Tree(filepath.Join(root, "top"))
+	file, err := Tree(context.Background(), filepath.Join(root, "top"))
 	if err != nil || file.Inodes != 1 || file.Bytes == 0 {
 		t.Errorf("Tree of a file = %+v, %v", file, err)
 	}
-	if _, err := Tree(filepath.Join(root, "none")); err == nil {
+	if _, err := Tree(context.Background(), filepath.Join(root, "none")); err == nil {
 		t.Error("Tree of a missing path succeeded")
 	}
 }
@@ -99,7 +101,7 @@ func TestTreeWideDirectory(t *testing.T) {
 	}
 	var u Usage
 	var err error
-	alloc := allocated(func() { u, err = Tree(root) })
+	alloc := allocated(func() { u, err = Tree(context.Background(), root) })
 	if err != nil || u.Inodes != n+1 {
 		t.Fatalf("Tree = %+v, %v; want %d inodes", u, err, n+1)
 	}
@@ -137,12 +139,36 @@ func TestTreeDeep(t *testing.T) {
 	}
 	unix.Close(fd)
 	defer os.RemoveAll(root)
-	u, err := Tree(root)
+	u, err := Tree(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := uint64(1 + MaxDepth); u.Inodes != want {
 		t.Errorf("Tree counted %d inodes, want %d (the root and %d levels)", u.Inodes, want, MaxDepth)
+	}
+}
+
+// TestTreeCancelled: a walk stops between batches once its context is
+// cancelled (a service shutting down while it measures a container's
+// layer of millions of files), with the context's error.
+func TestTreeCancelled(t *testing.T) {
+	root := t.TempDir()
+	for i := range 3 * batch {
+		if err := os.Mkdir(filepath.Join(root, strconv.Itoa(i)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	u, err := Tree(ctx, root)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Tree with a cancelled context: %v; want context.Canceled", err)
+	}
+	if u.Inodes != 1 {
+		t.Errorf("a cancelled walk counted %d inodes; want the root's only", u.Inodes)
+	}
+	if u, err := Tree(context.Background(), root); err != nil || u.Inodes != 1+3*batch {
+		t.Errorf("Tree = %d inodes, %v; want %d", u.Inodes, err, 1+3*batch)
 	}
 }
 
