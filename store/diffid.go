@@ -53,18 +53,97 @@ type diffIDWriter struct {
 	sum     string
 	err     error
 	content bool // err is the blob's (not a layer rkt can unpack)
+	// deferred: a zstd layer that needs a large window is not decoded
+	// as it downloads (a slow registry would hold the window): its diff
+	// ID is checked, and it is unpacked, from the stored blob
+	deferred bool
+	// partial: the unpacking stopped at its budget; the diff ID was
+	// still checked, the tree is to be unpacked from the stored blob
+	partial bool
 }
 
-func newDiffIDWriter(ctx context.Context) *diffIDWriter {
-	return newLayerWriter(func(r io.Reader) (string, error) { return uncompressedDigest(ctx, r) }, nil)
+func newDiffIDWriter() *diffIDWriter {
+	return newLayerWriter(func(r io.Reader) (string, error) { return readStreamedLayer(r, 0, tarx.Validate) }, nil)
 }
 
 // newUnpackingWriter is a diffIDWriter that also extracts the layer into
 // dir (a tree of the tree store): a pull decompresses each new layer once.
-func newUnpackingWriter(ctx context.Context, dir string) *diffIDWriter {
+// At most budget decompressed bytes are extracted before the blob is
+// verified: past it, the layer is unpacked once verified.
+func newUnpackingWriter(dir string, budget int64) *diffIDWriter {
 	return newLayerWriter(func(r io.Reader) (string, error) {
-		return extractLayer(ctx, r, dir, tarx.WhiteoutOverlay)
+		return readStreamedLayer(r, budget, func(tr io.Reader) error {
+			return tarx.Extract(tr, dir, tarx.Options{Whiteouts: tarx.WhiteoutOverlay})
+		})
 	}, isLocalStorageError)
+}
+
+// unverifiedBudget is how much of a layer of compressed size size is
+// extracted as it downloads, before its digest is checked: ~16 times its
+// size covers ordinary layers (gzip and zstd make file trees 2-10 times
+// smaller), while a blob swapped on the way for a small stream of a huge
+// content (a pinned digest through a mirror or an unverified TLS
+// endpoint) fills no disk before the digest refuses it.
+var unverifiedBudget = func(size int64) int64 {
+	return 16*size + 64<<20
+}
+
+// errOverBudget: a streamed layer's extraction reached its budget.
+var errOverBudget = errors.New("layer larger than what is unpacked before it is verified")
+
+// budgetReader reads at most left bytes of r, then fails with
+// errOverBudget.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.over = true
+		return 0, errOverBudget
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// readStreamedLayer is readLayer for a layer as it downloads: a zstd
+// stream that needs a large window is not decoded (tarx.ErrLargeWindow),
+// and with a budget (> 0) read gets at most that many decompressed bytes:
+// past it the rest is only digested, and the digest comes with
+// errOverBudget.
+func readStreamedLayer(r io.Reader, budget int64, read func(io.Reader) error) (string, error) {
+	zr, err := tarx.DecompressSmall(r)
+	if err != nil {
+		return "", err
+	}
+	defer zr.Close()
+	h := sha256.New()
+	in := io.TeeReader(zr, h)
+	var limit *budgetReader
+	if budget > 0 {
+		limit = &budgetReader{r: in, left: budget}
+		in = limit
+	}
+	over := false
+	if err := read(in); err != nil {
+		if over = limit != nil && limit.over; !over {
+			return "", err
+		}
+	}
+	if _, err := io.Copy(h, zr); err != nil { // the rest, or padding after the end marker
+		return "", err
+	}
+	sum := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if over {
+		return sum, errOverBudget
+	}
+	return sum, nil
 }
 
 // newLayerWriter runs consume on what is written to it; local, if set,
@@ -75,6 +154,12 @@ func newLayerWriter(consume func(io.Reader) (string, error), local func(error) b
 	go func() {
 		defer close(w.done)
 		w.sum, w.err = consume(pr)
+		switch {
+		case errors.Is(w.err, tarx.ErrLargeWindow):
+			w.deferred, w.err = true, nil
+		case errors.Is(w.err, errOverBudget):
+			w.partial, w.err = true, nil
+		}
 		w.content = w.err != nil && (local == nil || !local(w.err))
 		// Drain what follows a decompression error or the end of the
 		// stream, so the writer never blocks.
@@ -87,6 +172,9 @@ func newLayerWriter(consume func(io.Reader) (string, error), local func(error) b
 // the content: out of space, quota, memory or file descriptors, a
 // read-only or failing disk, a feature the filesystem lacks.
 func isLocalStorageError(err error) bool {
+	if errors.Is(err, tarx.ErrAttrTooLarge) { // ENOSPC from the layer's attribute
+		return false
+	}
 	for _, e := range []error{unix.ENOSPC, unix.EDQUOT, unix.ENOMEM, unix.EMFILE, unix.ENFILE, unix.EROFS, unix.EIO, unix.ENOTSUP} {
 		if errors.Is(err, e) {
 			return true
@@ -105,9 +193,12 @@ func (w *diffIDWriter) Close() {
 }
 
 // verify ends the stream and checks its uncompressed digest against the
-// layer's diff ID.
+// layer's diff ID (a deferred layer's is checked from the stored blob).
 func (w *diffIDWriter) verify(l Layer) error {
 	w.Close()
+	if w.deferred {
+		return nil
+	}
 	if w.content {
 		return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, w.err, ErrContentMismatch)
 	}

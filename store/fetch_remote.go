@@ -238,6 +238,7 @@ var registryLies = []string{
 	"error verifying sha256 checksum",
 	"does not match requested digest",
 	"does not match expected size",
+	"error verifying size", // a blob shorter or longer than its descriptor
 }
 
 // classifyRegistryError marks a registry's lie (content that does not match

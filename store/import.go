@@ -217,9 +217,9 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 				os.RemoveAll(tmp)
 			}
 		}()
-		dw = newUnpackingWriter(ctx, tmp)
+		dw = newUnpackingWriter(tmp, unverifiedBudget(l.Size))
 	} else {
-		dw = newDiffIDWriter(ctx)
+		dw = newDiffIDWriter()
 	}
 	defer dw.Close() // before the temporary tree goes
 	r := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, dw)
@@ -234,7 +234,14 @@ func (s *Store) fetchLayer(ctx context.Context, img v1.Image, l Layer, progress 
 		return false, fmt.Errorf("cannot store layer %s: %w", l.Digest, err)
 	}
 	w.addBlob(l.Digest)
-	if tmp != "" && verified {
+	if dw.deferred && verified && treePath == "" {
+		// not unpacked here: its diff ID from the stored blob (else
+		// unpackFetched checks it as it unpacks)
+		if err := s.verifyStoredDiffID(ctx, l); err != nil {
+			return false, err
+		}
+	}
+	if tmp != "" && verified && !dw.deferred && !dw.partial {
 		moved, err := commitTree(l, tmp, tmpLock, treePath)
 		if err != nil {
 			return false, err

@@ -118,12 +118,12 @@ func (s *Store) unpackLayer(ctx context.Context, l Layer, dir string, mode tarx.
 	defer f.Close()
 	got, err := extractLayer(ctx, &ctxReader{ctx: ctx, r: f}, dir, mode)
 	if err != nil {
+		if ctx.Err() == nil && !isLocalStorageError(err) {
+			return fmt.Errorf("layer %s is not a layer rkt can unpack: %w (%w)", l.Digest, err, ErrContentMismatch)
+		}
 		return fmt.Errorf("cannot unpack layer %s: %w", l.Digest, err)
 	}
-	if got != l.DiffID {
-		return fmt.Errorf("layer %s: uncompressed digest %s does not match diff ID %s", l.Digest, got, l.DiffID)
-	}
-	return nil
+	return checkDiffID(l, got)
 }
 
 // missingLayerError is a layer blob that is not in the store (a removal in

@@ -155,6 +155,7 @@ func TestLayerWriterErrorClass(t *testing.T) {
 		{fmt.Errorf("cannot open %q: %w", "x", unix.EMFILE), false},
 		{fmt.Errorf("corrupt tar stream: %w", io.ErrUnexpectedEOF), true},
 		{fmt.Errorf("%q: %w", "../x", tarx.ErrUnsafePath), true},
+		{fmt.Errorf("cannot set xattr: %w (%w)", tarx.ErrAttrTooLarge, unix.ENOSPC), true},
 	} {
 		w := newLayerWriter(func(io.Reader) (string, error) { return "", c.err }, isLocalStorageError)
 		err := w.verify(l)

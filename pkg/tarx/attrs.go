@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ErrAttrTooLarge: the filesystem refused an extended attribute of the
+// archive for its size.
+var ErrAttrTooLarge = errors.New("extended attribute too large for the filesystem")
+
 // setAttrs applies owner, xattrs, mode and times of h to target (a path the
 // extractor just created, so its last component is what h describes).
 func (x *extractor) setAttrs(target string, h *tar.Header) error {
@@ -32,6 +36,11 @@ func (x *extractor) setAttrs(target string, h *tar.Header) error {
 				// The filesystem has no xattrs, trusted.* and security.*
 				// need root, user.* is not allowed on symlinks.
 				continue
+			}
+			if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.ERANGE) {
+				// the archive's value, not the host: ext4 answers ENOSPC
+				// for a value that fits neither the inode nor a block
+				return fmt.Errorf("cannot set xattr %q of %d bytes: %w (%w)", attr, len(v), ErrAttrTooLarge, err)
 			}
 			return fmt.Errorf("cannot set xattr %q: %w", attr, err)
 		}

@@ -37,11 +37,26 @@ var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
+// ErrLargeWindow: DecompressSmall refused a zstd stream that needs one of
+// the process's large windows.
+var ErrLargeWindow = errors.New("zstd stream needs a large window")
+
 // Decompress returns the uncompressed stream of r, which may be gzip, zstd
 // or plain (detected by magic bytes). A zstd stream whose first frame
 // declares a large window waits, until ctx is done, for one of the
 // process's large windows. Close releases the decompressor, not r.
 func Decompress(ctx context.Context, r io.Reader) (io.ReadCloser, error) {
+	return decompress(ctx, r, true)
+}
+
+// DecompressSmall is Decompress for a stream whose source may stall (a
+// download): a zstd stream that needs a large window is refused with
+// ErrLargeWindow instead of holding one while its source is slow.
+func DecompressSmall(r io.Reader) (io.ReadCloser, error) {
+	return decompress(context.Background(), r, false)
+}
+
+func decompress(ctx context.Context, r io.Reader, large bool) (io.ReadCloser, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(4)
 	if err != nil && err != io.EOF {
@@ -55,14 +70,15 @@ func Decompress(ctx context.Context, r io.Reader) (io.ReadCloser, error) {
 		}
 		return &wrapErr{r: zr, close: zr.Close, what: "gzip"}, nil
 	case bytes.HasPrefix(head, zstdMagic):
-		return newZstd(ctx, br)
+		return newZstd(ctx, br, large)
 	}
 	return io.NopCloser(br), nil
 }
 
 // newZstd returns a decoder of the zstd stream of br, allowed the window
-// class of its first frame: a later frame declaring more is refused.
-func newZstd(ctx context.Context, br *bufio.Reader) (io.ReadCloser, error) {
+// class of its first frame: a later frame declaring more is refused. A
+// large window is waited for if allowLarge, else refused.
+func newZstd(ctx context.Context, br *bufio.Reader, allowLarge bool) (io.ReadCloser, error) {
 	head, err := br.Peek(zstdMaxHeader)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("cannot read zstd frame header: %w", err)
@@ -71,6 +87,9 @@ func newZstd(ctx context.Context, br *bufio.Reader) (io.ReadCloser, error) {
 	if w := zstdWindow(head); w > maxZstdWindow {
 		return nil, fmt.Errorf("corrupt zstd stream: window of %d bytes over the %d allowed: %w", w, maxZstdWindow, zstd.ErrWindowSizeExceeded)
 	} else if w > smallZstdWindow {
+		if !allowLarge {
+			return nil, fmt.Errorf("zstd window of %d bytes: %w", w, ErrLargeWindow)
+		}
 		if err := largeZstdWindows.Acquire(ctx, 1); err != nil {
 			return nil, fmt.Errorf("cannot wait for a zstd window of %d bytes: %w", w, err)
 		}

@@ -1,10 +1,8 @@
 package tarx
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"runtime"
@@ -13,35 +11,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-)
 
-// zstdTar is a zstd frame whose header declares a window of 2^windowLog
-// bytes, of a tar holding one file of size zero bytes: RLE blocks, 4
-// bytes per 128 KiB, so a few KB declare and fill a 128 MiB window.
-func zstdTar(t *testing.T, windowLog byte, size int64) []byte {
-	t.Helper()
-	var hdr bytes.Buffer
-	if err := tar.NewWriter(&hdr).WriteHeader(&tar.Header{Name: "zeros", Mode: 0o600, Size: size, Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	out := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, (windowLog - 10) << 3}
-	block := func(last bool, typ, n uint32) {
-		v := n<<3 | typ<<1
-		if last {
-			v |= 1
-		}
-		out = binary.LittleEndian.AppendUint32(out, v)[:len(out)+3]
-	}
-	block(false, 0, 512) // raw: the tar header
-	out = append(out, hdr.Bytes()[:512]...)
-	for rest := size + 1024; rest > 0; { // RLE: the file, the end marker
-		n := min(rest, 128<<10)
-		rest -= n
-		block(rest == 0, 1, uint32(n))
-		out = append(out, 0)
-	}
-	return out
-}
+	"github.com/rkt/rkt/pkg/tarx/tarxtest"
+)
 
 // TestZstdLargeWindowsPerProcess: a zstd decoder allocates the window its
 // frame declares at its first block and fills it as content flows: an
@@ -51,7 +23,7 @@ func zstdTar(t *testing.T, windowLog byte, size int64) []byte {
 // is closed, and a decoder of a smaller window does not wait.
 func TestZstdLargeWindowsPerProcess(t *testing.T) {
 	open := func(windowLog byte) (io.ReadCloser, error) {
-		r, err := Decompress(context.Background(), bytes.NewReader(zstdTar(t, windowLog, 1<<20)))
+		r, err := Decompress(context.Background(), bytes.NewReader(tarxtest.ZstdZeros(windowLog, 1<<20)))
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +69,7 @@ func TestZstdLargeWindowsPerProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if r, err := Decompress(ctx, bytes.NewReader(zstdTar(t, 27, 1<<20))); !errors.Is(err, context.DeadlineExceeded) {
+	if r, err := Decompress(ctx, bytes.NewReader(tarxtest.ZstdZeros(27, 1<<20))); !errors.Is(err, context.DeadlineExceeded) {
 		if r != nil {
 			r.Close()
 		}
@@ -176,7 +148,7 @@ func TestZstdWindowHeader(t *testing.T) {
 // does not grow by windows that are garbage (with two decoders in use,
 // four windows were held, 527 MiB, until the GC ran).
 func TestZstdClosedWindowCollected(t *testing.T) {
-	r, err := Decompress(context.Background(), bytes.NewReader(zstdTar(t, 27, 1<<20)))
+	r, err := Decompress(context.Background(), bytes.NewReader(tarxtest.ZstdZeros(27, 1<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,4 +165,32 @@ func TestZstdClosedWindowCollected(t *testing.T) {
 		t.Errorf("read after close: %v, want %v", err, zstd.ErrDecoderClosed)
 	}
 	r.Close()
+}
+
+// TestDecompressSmall: a stream whose source may stall (a download) is
+// decoded only if it needs no large window: one that does is refused at
+// once, without taking or waiting for one of the process's large windows
+// (a slow registry would hold it for as long as it sends).
+func TestDecompressSmall(t *testing.T) {
+	// both large windows taken: a wait would block
+	for range 2 {
+		if err := largeZstdWindows.Acquire(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer largeZstdWindows.Release(2)
+	if r, err := DecompressSmall(bytes.NewReader(tarxtest.ZstdZeros(27, 1<<20))); !errors.Is(err, ErrLargeWindow) {
+		if r != nil {
+			r.Close()
+		}
+		t.Fatalf("DecompressSmall of a 128 MiB window: %v, want ErrLargeWindow", err)
+	}
+	r, err := DecompressSmall(bytes.NewReader(tarxtest.ZstdZeros(23, 1<<20)))
+	if err != nil {
+		t.Fatalf("DecompressSmall of an 8 MiB window: %v", err)
+	}
+	defer r.Close()
+	if n, err := io.Copy(io.Discard, r); err != nil || n != 512+1<<20+1024 {
+		t.Errorf("read %d bytes, %v; want the tar of 1 MiB", n, err)
+	}
 }

@@ -168,6 +168,20 @@ func isWhiteout(t *testing.T, p string) {
 	}
 }
 
+// TestAttributeTooLarge: an attribute the filesystem refuses for its size
+// (over the kernel's 64 KiB; ext4 answers ENOSPC well below it) is the
+// archive's fault, ErrAttrTooLarge, not the host running out of space.
+func TestAttributeTooLarge(t *testing.T) {
+	dest, _ := sandbox(t)
+	if err := unix.Setxattr(dest, "user.small", []byte("v"), 0); err != nil {
+		t.Skipf("no user attributes here: %v", err)
+	}
+	raw := mkTar(t, ent{name: "f", body: "x", xattrs: map[string]string{"user.big": strings.Repeat("v", 70000)}})
+	if err := Extract(bytes.NewReader(raw), dest, Options{}); !errors.Is(err, ErrAttrTooLarge) {
+		t.Fatalf("a 70000-byte attribute: %v; want ErrAttrTooLarge", err)
+	}
+}
+
 func TestAttributesKept(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
