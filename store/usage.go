@@ -50,6 +50,9 @@ type keptDir struct {
 	listing
 	entries map[string]Usage // by name
 	sum     Usage            // of the entries
+	// missing: an entry could not be measured (it is listed again, and
+	// measured, on next use)
+	missing bool
 }
 
 // racyMtime is how long before a listing a directory's modification time
@@ -170,7 +173,7 @@ func (w *usageWalk) add(st *syscall.Stat_t) {
 // went since prev was listed, else a new listing that measures only the
 // entries prev does not have.
 func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) (*keptDir, error) {
-	if prev != nil && prev.current(mtime) {
+	if prev != nil && !prev.missing && prev.current(mtime) {
 		return prev, nil
 	}
 	l, err := list(dir, mtime)
@@ -183,7 +186,8 @@ func (c *usageCache) listDir(dir string, mtime syscall.Timespec, prev *keptDir) 
 		if !ok {
 			m, err := walkUsage(dir + "/" + name)
 			if err != nil {
-				continue // measured next time
+				k.missing = true // measured next time
+				continue
 			}
 			u = *m
 		}
@@ -203,8 +207,9 @@ func (k *keptDir) entry(name string) (Usage, bool) {
 }
 
 // walkUsage sums the usage of the tree (or file) at root, reading all of
-// it (the store's own trees: not cut short).
-func walkUsage(root string) (*Usage, error) {
+// it (the store's own trees: not cut short). A variable: tests make it
+// fail.
+var walkUsage = func(root string) (*Usage, error) {
 	t, err := fsusage.Tree(context.Background(), root)
 	if err != nil {
 		return nil, err

@@ -176,3 +176,24 @@ func TestUsageKeptFiguresFollowTheStore(t *testing.T) {
 	}
 	checkUsage(t, s, "after fetching "+refA+" again")
 }
+
+// TestUsageMeasuresAgainWhatFailed: an entry whose measurement failed (out
+// of descriptors, an I/O error) is measured again on the next call, not
+// left out until its directory changes.
+func TestUsageMeasuresAgainWhatFailed(t *testing.T) {
+	reg := startRegistry(t)
+	ref := reg.push(t, "u/fail:1", testImage(t, "A=1", []entry{{name: "a", body: strings.Repeat("a", 64<<10)}}))
+	s := newStore(t)
+	if _, err := s.Fetch(context.Background(), ref, FetchOptions{Unpack: true}); err != nil {
+		t.Fatal(err)
+	}
+	agedDirs(t, s)
+	walk := walkUsage
+	walkUsage = func(string) (*Usage, error) { return nil, syscall.EMFILE }
+	_, err := s.Usage()
+	walkUsage = walk
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUsage(t, s, "after measurements that failed")
+}
