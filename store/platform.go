@@ -12,12 +12,8 @@ import (
 // manifest (go-containerregistry's Descriptor.Image follows any depth).
 const maxIndexDepth = 4
 
-// untaggedPlatform is the platform of an image an index lists without one,
-// as go-containerregistry, which rkt's pulls used first, takes it.
-var untaggedPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}
-
 // resolveIndex returns platform p's image in the image index idx, from a
-// registry or an archive: the first child for p (see isFor) if it is an
+// registry or an archive: the child for p (see childFor) if it is an
 // image, else the image so found in that child index, at most
 // maxIndexDepth indexes deep.
 func resolveIndex(idx v1.ImageIndex, p v1.Platform) (v1.Image, error) {
@@ -57,10 +53,18 @@ func resolveIndex(idx v1.ImageIndex, p v1.Platform) (v1.Image, error) {
 	}
 }
 
-// childFor returns the first child of an index that is for p.
+// childFor returns the child of an index for p: the first whose platform
+// satisfies p, else the first without a platform (an index that may hold
+// images of several, or an image its author did not label), as
+// containerd's images.Manifest chooses.
 func childFor(im *v1.IndexManifest, p v1.Platform) (v1.Descriptor, bool) {
 	for _, d := range im.Manifests {
-		if isFor(d, p) {
+		if d.Platform != nil && d.Platform.Satisfies(p) {
+			return d, true
+		}
+	}
+	for _, d := range im.Manifests {
+		if d.Platform == nil {
 			return d, true
 		}
 	}
@@ -75,16 +79,6 @@ func firstByDigest(im *v1.IndexManifest, h v1.Hash) v1.Descriptor {
 		}
 	}
 	return v1.Descriptor{Digest: h}
-}
-
-// isFor reports whether an index's child d is for p: an image whose
-// platform (untaggedPlatform if none) satisfies p, or an index whose
-// platform, if it has one, does (without, it may hold images of several).
-func isFor(d v1.Descriptor, p v1.Platform) bool {
-	if d.Platform != nil {
-		return d.Platform.Satisfies(p)
-	}
-	return d.MediaType.IsIndex() || untaggedPlatform.Satisfies(p)
 }
 
 // noPlatformError says that the image index digest (its manifest im) has
