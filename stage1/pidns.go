@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -25,16 +27,22 @@ type pidnsHolder struct {
 }
 
 // startPIDNSHolder starts the holder; with userns (the pod's user namespace)
-// the PID namespace is created inside it.
-func startPIDNSHolder(s *spawner, userns string) (*pidnsHolder, error) {
+// the PID namespace is created inside it. It runs in the pod's network
+// namespace netns (the host's if ""), chrooted into root, an empty
+// directory it makes, with no capabilities.
+func startPIDNSHolder(s *spawner, userns, netns, root string) (*pidnsHolder, error) {
+	if err := os.Mkdir(root, 0o500); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("cannot create the root of the shared PID namespace's init: %w", err)
+	}
 	cmd := exec.Command("/proc/self/exe", "pidns")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWPID,
 		Pdeathsig:  syscall.SIGKILL,
 	}
+	cmd.Env = append(os.Environ(), pidnsNetnsEnv+"="+netns, pidnsRootEnv+"="+root)
 	if userns != "" {
 		cmd.SysProcAttr.Cloneflags = 0
-		cmd.Env = append(os.Environ(), pidnsUsernsEnv+"="+userns)
+		cmd.Env = append(cmd.Env, pidnsUsernsEnv+"="+userns)
 	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := s.start(cmd); err != nil {

@@ -9,7 +9,9 @@ package main
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +19,43 @@ package main
 // all C and runs in this constructor, before the Go runtime starts, and
 // never returns: a Go process idles at ~7 MiB RSS, this one at a few
 // hundred KiB (as the pause container's init does).
+
+// rkt_pidns_join_net moves the holder into the pod's network namespace
+// (before it joins the pod's user namespace, where it could no longer):
+// every app sees the holder as its /proc/1, and /proc/1/net is the
+// holder's namespace's.
+static void rkt_pidns_join_net(const char *path) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
+		perror("stage1 pidns: join the pod network namespace");
+		_exit(1);
+	}
+	close(fd);
+}
+
+// rkt_pidns_confine leaves PID 1 nothing an app of the pod could use
+// through /proc/1 (an app with CAP_SYS_PTRACE may open /proc/1/root and
+// attach to it): an empty root directory (and so no mounts in
+// /proc/1/mountinfo), no capabilities, no way to gain any, not dumpable.
+static void rkt_pidns_confine(const char *root) {
+	if (chroot(root) < 0 || chdir("/") < 0) {
+		perror("stage1 pidns: enter the empty root");
+		_exit(1);
+	}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	for (int cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
+			break; // past the kernel's last capability
+	}
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct none[2];
+	memset(none, 0, sizeof none);
+	if (syscall(SYS_capset, &hdr, none) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		perror("stage1 pidns: drop privileges");
+		_exit(1);
+	}
+}
 
 // rkt_pidns_reap reaps orphans until the supervisor SIGKILLs it; no
 // other signal ends it. When it dies the kernel kills every process left
@@ -136,13 +175,27 @@ __attribute__((constructor)) static void rkt_pidns(int argc, char **argv) {
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
+	const char *netns = getenv("_RKT_PIDNS_NETNS");
+	if (netns != NULL && *netns != '\0')
+		rkt_pidns_join_net(netns);
 	const char *userns = getenv("_RKT_PIDNS_USERNS");
 	if (userns != NULL && *userns != '\0')
-		rkt_pidns_in_userns(userns);
+		rkt_pidns_in_userns(userns); // returns in PID 1, its child
+	const char *root = getenv("_RKT_PIDNS_ROOT");
+	if (root == NULL || *root == '\0') {
+		fputs("stage1 pidns: no empty root given\n", stderr);
+		_exit(2);
+	}
+	rkt_pidns_confine(root);
 	rkt_pidns_reap();
 }
 */
 import "C"
 
-// pidnsUsernsEnv names the pod's user namespace for the constructor above.
-const pidnsUsernsEnv = "_RKT_PIDNS_USERNS"
+// The constructor's inputs: the pod's user and network namespaces, and the
+// empty directory the holder takes as its root.
+const (
+	pidnsUsernsEnv = "_RKT_PIDNS_USERNS"
+	pidnsNetnsEnv  = "_RKT_PIDNS_NETNS"
+	pidnsRootEnv   = "_RKT_PIDNS_ROOT"
+)

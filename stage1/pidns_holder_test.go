@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ func TestPIDNSHolderStopSignals(t *testing.T) {
 				defer func() { owner.Process.Kill(); owner.Wait() }()
 				userns = "/proc/" + strconv.Itoa(owner.Process.Pid) + "/ns/user"
 			}
-			h, err := startPIDNSHolder(s, userns)
+			h, err := startPIDNSHolder(s, userns, "", filepath.Join(t.TempDir(), "root"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,6 +68,108 @@ func TestPIDNSHolderStopSignals(t *testing.T) {
 					h.cmd = nil
 					t.Fatalf("%v ended the holder (%v), and with it the pod's processes", sig, ws.Signal())
 				}
+			}
+		})
+	}
+}
+
+// TestPIDNSHolderConfined: the init of a pod's shared PID namespace is
+// every app's /proc/1, and an app with CAP_SYS_PTRACE may open
+// /proc/1/root or attach to it: it runs in the pod's network namespace,
+// in an empty root (no host files, no host mounts in its mountinfo), with
+// no capabilities and no way to gain any. So too inside the pod's user
+// namespace.
+func TestPIDNSHolderConfined(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	s := newSpawner()
+	go func() {
+		runtime.LockOSThread()
+		s.loop()
+	}()
+	defer s.stop()
+	ns := func(t *testing.T, flags uintptr) string {
+		t.Helper()
+		owner := exec.Command("sleep", "1000")
+		owner.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+		if flags&syscall.CLONE_NEWUSER != 0 {
+			owner.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
+			owner.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
+		}
+		if err := owner.Start(); err != nil {
+			t.Skipf("cannot create a namespace: %v", err)
+		}
+		t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+		return "/proc/" + strconv.Itoa(owner.Process.Pid) + "/ns/"
+	}
+	for _, inUserNS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pidns", true: "userns"}[inUserNS], func(t *testing.T) {
+			netns := ns(t, syscall.CLONE_NEWNET) + "net"
+			userns := ""
+			if inUserNS {
+				userns = ns(t, syscall.CLONE_NEWUSER) + "user"
+			}
+			root := filepath.Join(t.TempDir(), "root")
+			h, err := startPIDNSHolder(s, userns, netns, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.stop()
+			init := h.pid
+			if inUserNS { // PID 1 is the holder's child
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					b, _ := os.ReadFile("/proc/" + strconv.Itoa(h.pid) + "/task/" + strconv.Itoa(h.pid) + "/children")
+					if f := strings.Fields(string(b)); len(f) == 1 {
+						init, _ = strconv.Atoi(f[0])
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the holder has no child")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			proc := "/proc/" + strconv.Itoa(init)
+			// it confines itself after it starts
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if r, _ := os.Readlink(proc + "/root"); r == root {
+					break
+				}
+				if time.Now().After(deadline) {
+					r, err := os.Readlink(proc + "/root")
+					t.Fatalf("its root is %q (%v), want the empty %s", r, err, root)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			var got, want syscall.Stat_t
+			if err := syscall.Stat(proc+"/ns/net", &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Stat(netns, &want); err != nil {
+				t.Fatal(err)
+			}
+			if got.Ino != want.Ino {
+				t.Errorf("it is in network namespace %d, not the pod's %d", got.Ino, want.Ino)
+			}
+			status, err := os.ReadFile(proc + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range []string{"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+				"CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1"} {
+				if !strings.Contains(string(status), line+"\n") {
+					t.Errorf("its status lacks %q:\n%s", line, status)
+				}
+			}
+			if mi, err := os.ReadFile(proc + "/mountinfo"); err != nil || strings.Count(string(mi), "\n") > 1 {
+				t.Errorf("its mountinfo shows %d mounts (%v); want at most the one its empty root is on:\n%s", strings.Count(string(mi), "\n"), err, mi)
+			}
+			// still the namespace's init: a process in it is reaped
+			if _, err := h.runInNS(s, "/bin/sh", "-c", "sleep 0 & wait"); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

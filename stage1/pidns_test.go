@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ func TestRaiseLastPID(t *testing.T) {
 		s.loop()
 	}()
 	defer s.stop()
-	h, err := startPIDNSHolder(s, "")
+	h, err := startPIDNSHolder(s, "", "", filepath.Join(t.TempDir(), "root"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,10 @@ func (sv *supervisor) setup() error {
 		}
 	}
 	if m.SharedPID {
-		h, err := startPIDNSHolder(sv.spawner, sv.namespaces.user)
+		if err := os.MkdirAll(sv.runcRoot(), 0o700); err != nil {
+			return fmt.Errorf("cannot create %q: %w", sv.runcRoot(), err)
+		}
+		h, err := startPIDNSHolder(sv.spawner, sv.namespaces.user, sv.namespaces.net, filepath.Join(sv.runcRoot(), "pidns-root"))
 		if err != nil {
 			return err
 		}
