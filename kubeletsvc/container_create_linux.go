@@ -71,8 +71,16 @@ func translateLinux(sb *runtimeapi.PodSandboxConfig, l *runtimeapi.LinuxContaine
 			return "", err
 		}
 	}
-	opts.MaskedPaths = append([]string{}, sc.GetMaskedPaths()...)
-	opts.ReadonlyPaths = append([]string{}, sc.GetReadonlyPaths()...)
+	// None at all is what the kubelet sends for procMount Unmasked, which
+	// Kubernetes allows in a user namespace only; elsewhere (crictl's
+	// JSON, any other client) the defaults stay: /proc/sys writable by a
+	// container's root is the host's.
+	u := sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	inUserNS := u != nil && u.GetMode() == runtimeapi.NamespaceMode_POD // none given: the host's
+	if inUserNS || len(sc.GetMaskedPaths()) > 0 || len(sc.GetReadonlyPaths()) > 0 {
+		opts.MaskedPaths = append([]string{}, sc.GetMaskedPaths()...)
+		opts.ReadonlyPaths = append([]string{}, sc.GetReadonlyPaths()...)
+	}
 	if caps := sc.GetCapabilities(); caps != nil {
 		opts.CapsAdd = capNames(caps.GetAddCapabilities())
 		opts.CapsDrop = capNames(caps.GetDropCapabilities())

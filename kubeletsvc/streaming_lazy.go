@@ -61,7 +61,9 @@ func (s *lazyStream) server() (streaming.Server, error) {
 		return nil, fmt.Errorf("cannot create the streaming server: %w", err)
 	}
 	s.srv = st
-	s.hs = &http.Server{Handler: st, ReadHeaderTimeout: 30 * time.Second}
+	// a connection left idle between requests is closed (the streams
+	// themselves are hijacked: no timeout applies to them)
+	s.hs = &http.Server{Handler: st, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() {
 		if err := s.hs.Serve(s.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("streaming server stopped", "error", err)

@@ -241,3 +241,43 @@ func TestPrivilegedNeedsPrivilegedSandbox(t *testing.T) {
 		t.Errorf("privileged container in a privileged sandbox: %v, privileged %v", err, plan.opts.Privileged)
 	}
 }
+
+// TestMaskedPathsDefaults: a security context without masked or read-only
+// paths keeps the default lists (crictl's JSON; any client but the
+// kubelet), unless the pod has a user namespace, where that is what the
+// kubelet sends for procMount Unmasked; given lists are taken as they are.
+func TestMaskedPathsDefaults(t *testing.T) {
+	userns := &runtimeapi.PodSandboxConfig{Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD,
+			Uids: []*runtimeapi.IDMapping{{HostId: 100000, ContainerId: 0, Length: 65536}},
+			Gids: []*runtimeapi.IDMapping{{HostId: 100000, ContainerId: 0, Length: 65536}}}}}}}
+	for _, c := range []struct {
+		name           string
+		sb             *runtimeapi.PodSandboxConfig
+		masked, ronly  []string
+		defaults, none bool
+	}{
+		{name: "no lists", sb: &runtimeapi.PodSandboxConfig{}, defaults: true},
+		{name: "no lists, user namespace", sb: userns, none: true},
+		{name: "lists", sb: &runtimeapi.PodSandboxConfig{}, masked: []string{"/proc/kcore"}, ronly: []string{"/proc/sys"}},
+	} {
+		cfg := &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox"},
+			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				RunAsUser: &runtimeapi.Int64Value{Value: 0}, MaskedPaths: c.masked, ReadonlyPaths: c.ronly}},
+		}
+		plan, err := translateContainer(c.sb, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		m, r := plan.opts.MaskedPaths, plan.opts.ReadonlyPaths
+		switch {
+		case c.defaults && (m != nil || r != nil):
+			t.Errorf("%s: masked %#v read-only %#v; want nil (stage0's defaults)", c.name, m, r)
+		case c.none && (m == nil || r == nil || len(m)+len(r) != 0):
+			t.Errorf("%s: masked %q read-only %q; want none at all", c.name, m, r)
+		case !c.defaults && !c.none && (!reflect.DeepEqual(m, c.masked) || !reflect.DeepEqual(r, c.ronly)):
+			t.Errorf("%s: masked %q read-only %q; want %q %q", c.name, m, r, c.masked, c.ronly)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rkt/rkt/pkg/schema"
 )
 
 // TestCommandTree: every registered command builds under its name, a run
@@ -69,5 +71,19 @@ func TestBrokenPathsD(t *testing.T) {
 	}
 	if err := run("list"); err == nil || !strings.Contains(err.Error(), "paths.d") {
 		t.Errorf("rkt list with a broken paths.d: %v, want an error naming paths.d", err)
+	}
+}
+
+// TestDisplayNamePrintable: a display name with control characters (a CRI
+// client's pod name) is printed quoted, never raw to the terminal.
+func TestDisplayNamePrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"default/web":         "default/web",
+		"ns/\x1b]0;owned\x07": `"ns/\x1b]0;owned\a"`,
+		"":                    "-",
+	} {
+		if got := displayName(map[string]string{schema.AnnotationDisplayName: in}); got != want {
+			t.Errorf("displayName(%q) = %s, want %s", in, got, want)
+		}
 	}
 }
