@@ -43,6 +43,9 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 	}
 	image := cfg.GetImage().GetImage()
 	if restore == nil && isArchivePath(image) {
+		if err := c.checkRestoreAllowed("container checkpoint archive " + image); err != nil {
+			return "", nil, err
+		}
 		cc, err := c.rt.OpenContainerArchive(s.ID(), image)
 		if err != nil {
 			return "", nil, err
@@ -70,6 +73,9 @@ func (c *criService) createContainer(ctx context.Context, r *runtimeapi.CreateCo
 			return "", nil, err
 		}
 		if cc != nil {
+			if err := c.checkRestoreAllowed("checkpoint image " + image); err != nil {
+				return "", nil, err
+			}
 			return c.createFromCheckpoint(ctx, s, r, cc)
 		}
 	}

@@ -732,7 +732,7 @@ type testEnv struct {
 func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	rt, st := newFakeRuntime(), newFakeStore()
-	cfg := Config{DataDir: rt.cfg.DataDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := Config{DataDir: rt.cfg.DataDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CheckpointRestore: true}
 	svc := newService(cfg, st, rt, nil)
 	g := newGRPCServer(svc, &instrument{log: cfg.Logger}) // no peer credential check
 	// A unix socket: each bufconn connection kept its 2 MB of buffers

@@ -29,6 +29,9 @@ func (c *criService) RestorePod(ctx context.Context, r *runtimeapi.RestorePodReq
 	if len(r.GetOptions()) > 0 {
 		return nil, invalidf("restore options %q: rkt supports none", slices.Sorted(maps.Keys(r.GetOptions())))
 	}
+	if err := c.checkRestoreAllowed("pod checkpoint " + r.GetCheckpointPath()); err != nil {
+		return nil, err
+	}
 	path := r.GetCheckpointPath()
 	if !filepath.IsAbs(path) {
 		return nil, invalidf("checkpoint path %q is not absolute", path)
@@ -136,4 +139,13 @@ func (c *criService) checkRestored(uuid, app, n string, want stage0.Checkpointed
 			errFailedPrecondition, n, want.Args, want.Cwd, want.UID, want.GID)
 	}
 	return nil
+}
+
+// checkRestoreAllowed refuses a restore from what unless the service
+// allows restores (Config.CheckpointRestore).
+func (c *criService) checkRestoreAllowed(what string) error {
+	if c.cfg.CheckpointRestore {
+		return nil
+	}
+	return fmt.Errorf("%w: cannot restore from %s: restores are not allowed (rkt kubelet-service --checkpoint-restore)", errFailedPrecondition, what)
 }

@@ -2,6 +2,7 @@ package kubeletsvc
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,5 +203,27 @@ func TestRestorePodRefusedLeavesNoMountSource(t *testing.T) {
 	}
 	if owner, held := e.svc.sandboxNames.Owner(sandboxKey(sandboxConfig("restored").GetMetadata())); held {
 		t.Errorf("the refused restore left its sandbox name reserved for %s", owner)
+	}
+}
+
+// TestRestoreNotAllowed: without Config.CheckpointRestore, a restore from
+// a pod checkpoint, a container checkpoint archive or a checkpoint image
+// is refused (FailedPrecondition) before anything is read or created: a
+// checkpoint's images give its process the credentials they say.
+func TestRestoreNotAllowed(t *testing.T) {
+	e := newTestEnv(t)
+	e.svc.cfg.CheckpointRestore = false
+	orig := e.runPod(t, "orig")
+	e.startContainer(t, orig, "a")
+	ckpt := writeCheckpoint(t, e, orig, stage0.PodCheckpointVersion, nil)
+	_, err := e.rs.RestorePod(e.ctx, &runtimeapi.RestorePodRequest{
+		CheckpointPath: ckpt, Config: sandboxConfig("restored"), ContainerConfigs: []*runtimeapi.ContainerConfig{containerConfig("a", "busybox")},
+	})
+	wantCode(t, "RestorePod", err, codes.FailedPrecondition)
+	_, err = e.rs.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: orig,
+		Config: containerConfig("from-archive", "/var/lib/checkpoints/a.tar"), SandboxConfig: sandboxConfig("orig")})
+	wantCode(t, "CreateContainer from an archive", err, codes.FailedPrecondition)
+	if !strings.Contains(fmt.Sprint(err), "--checkpoint-restore") {
+		t.Errorf("the refusal does not say how to allow restores: %v", err)
 	}
 }

@@ -35,7 +35,12 @@ type Config struct {
 	ShutdownTimeout time.Duration // bound on finishing in-flight calls; default 10s
 	RepairInterval  time.Duration // how often crash debris is collected besides at start; default 5m
 	RuntimeHandlers []string      // extra runtime handler names, run like the default handler
-	Logger          *slog.Logger  // default: slog.Default()
+	// CheckpointRestore allows restores (RestorePod, CreateContainer from a
+	// checkpoint archive or image): criu gives a restored process the
+	// credentials and capabilities its checkpoint's images say, so only
+	// where whoever names a pod's image is trusted with root.
+	CheckpointRestore bool
+	Logger            *slog.Logger // default: slog.Default()
 }
 
 // maxMsgSize bounds gRPC messages both ways: the kubelet's CRI client sends

@@ -23,6 +23,7 @@ type kubeletServiceFlags struct {
 	streamAddr      string
 	stage1Path      string
 	criu            string
+	restore         bool
 	cgroupParent    string
 	cniConfDir      string
 	cniPluginDirs   []string
@@ -56,6 +57,7 @@ service finds them again.`,
 	fl.StringVar(&f.streamAddr, "stream-address", "127.0.0.1:0", "address of the exec/attach/port-forward streaming server")
 	fl.StringVar(&f.stage1Path, "stage1-path", "", "stage1 binary (default: next to rkt, else "+buildinfo.Stage1Path+")")
 	fl.StringVar(&f.criu, "criu", "criu", "criu binary (3.15 or later) that CheckpointPod runs: a path, or a name looked up in PATH")
+	fl.BoolVar(&f.restore, "checkpoint-restore", false, "allow restores from checkpoints (RestorePod, a container from a checkpoint archive or image): criu restores the credentials and capabilities a checkpoint says, as root, so only where whoever names a pod's image is trusted with root")
 	fl.StringVar(&f.cgroupParent, "cgroup-parent", "", "cgroup parent of the pods (default: stage0's)")
 	fl.StringVar(&f.cniConfDir, "cni-conf-dir", buildinfo.CNIConfDir, "directory of CNI network configurations for pods")
 	fl.StringSliceVar(&f.cniPluginDirs, "cni-bin-dir", buildinfo.PluginDirs(), "CNI plugin directories")
@@ -83,21 +85,22 @@ func runKubeletService(ctx context.Context, f *kubeletServiceFlags) error {
 	defer stop()
 
 	srv, err := kubeletsvc.New(kubeletsvc.Config{
-		DataDir:         globals.Dir,
-		SocketPath:      f.socket,
-		SocketGroup:     f.socketGroup,
-		StreamAddr:      f.streamAddr,
-		Stage1Path:      f.stage1Path, // empty: stage0.DefaultStage1Path()
-		Criu:            f.criu,
-		CgroupParent:    f.cgroupParent,
-		CNIConfDir:      f.cniConfDir,
-		CNIPluginDirs:   f.cniPluginDirs,
-		ConfigDirs:      []string{globals.SystemConfig, globals.LocalConfig, globals.UserConfig},
-		InsecureHTTP:    insecure("http"),
-		ShutdownTimeout: f.shutdownTimeout,
-		RepairInterval:  f.repairInterval,
-		RuntimeHandlers: f.runtimeHandlers,
-		Logger:          logger,
+		DataDir:           globals.Dir,
+		SocketPath:        f.socket,
+		SocketGroup:       f.socketGroup,
+		StreamAddr:        f.streamAddr,
+		Stage1Path:        f.stage1Path, // empty: stage0.DefaultStage1Path()
+		Criu:              f.criu,
+		CheckpointRestore: f.restore,
+		CgroupParent:      f.cgroupParent,
+		CNIConfDir:        f.cniConfDir,
+		CNIPluginDirs:     f.cniPluginDirs,
+		ConfigDirs:        []string{globals.SystemConfig, globals.LocalConfig, globals.UserConfig},
+		InsecureHTTP:      insecure("http"),
+		ShutdownTimeout:   f.shutdownTimeout,
+		RepairInterval:    f.repairInterval,
+		RuntimeHandlers:   f.runtimeHandlers,
+		Logger:            logger,
 	})
 	if err != nil {
 		return err

@@ -430,7 +430,7 @@ func checkpointService(t *testing.T, criu string) (*testutil.Env, *criService, *
 	t.Helper()
 	requireRoot(t)
 	env := testutil.NewEnv(t)
-	svc := startCRIService(t, env, "--criu="+criu)
+	svc := startCRIService(t, env, "--criu="+criu, "--checkpoint-restore")
 	c := dialCRI(t, svc)
 	_, imgID := pullTestImage(t, c)
 	t.Cleanup(func() { removeAllPods(t, dialCRI(t, svc)) })

@@ -28,7 +28,7 @@ import (
 // the container.
 func TestKubeletCheckpoint(t *testing.T) {
 	requireRoot(t)
-	c, k, ref := kubeletOnRkt(t, "ckpt/busybox:1", "--criu="+toolPath(t, "criu"))
+	c, k, ref := kubeletOnRkt(t, "ckpt/busybox:1", "--criu="+toolPath(t, "criu"), "--checkpoint-restore")
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: ckpt, namespace: default}
