@@ -22,27 +22,12 @@ func TestPIDNSHolderStopSignals(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	s := newSpawner()
-	go func() {
-		runtime.LockOSThread()
-		s.loop()
-	}()
-	defer s.stop()
+	s := startTestSpawner(t)
 	for _, inUserNS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "pidns", true: "userns"}[inUserNS], func(t *testing.T) {
 			userns := ""
 			if inUserNS {
-				owner := exec.Command("sleep", "1000")
-				owner.SysProcAttr = &syscall.SysProcAttr{
-					Cloneflags:  syscall.CLONE_NEWUSER,
-					UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}},
-					GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}},
-				}
-				if err := owner.Start(); err != nil {
-					t.Skipf("cannot create a user namespace: %v", err)
-				}
-				defer func() { owner.Process.Kill(); owner.Wait() }()
-				userns = "/proc/" + strconv.Itoa(owner.Process.Pid) + "/ns/user"
+				userns = nsOwner(t, syscall.CLONE_NEWUSER) + "user"
 			}
 			h, err := startPIDNSHolder(s, userns, "", filepath.Join(t.TempDir(), "root"))
 			if err != nil {
@@ -83,32 +68,13 @@ func TestPIDNSHolderConfined(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	s := newSpawner()
-	go func() {
-		runtime.LockOSThread()
-		s.loop()
-	}()
-	defer s.stop()
-	ns := func(t *testing.T, flags uintptr) string {
-		t.Helper()
-		owner := exec.Command("sleep", "1000")
-		owner.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
-		if flags&syscall.CLONE_NEWUSER != 0 {
-			owner.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
-			owner.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
-		}
-		if err := owner.Start(); err != nil {
-			t.Skipf("cannot create a namespace: %v", err)
-		}
-		t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
-		return "/proc/" + strconv.Itoa(owner.Process.Pid) + "/ns/"
-	}
+	s := startTestSpawner(t)
 	for _, inUserNS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "pidns", true: "userns"}[inUserNS], func(t *testing.T) {
-			netns := ns(t, syscall.CLONE_NEWNET) + "net"
+			netns := nsOwner(t, syscall.CLONE_NEWNET) + "net"
 			userns := ""
 			if inUserNS {
-				userns = ns(t, syscall.CLONE_NEWUSER) + "user"
+				userns = nsOwner(t, syscall.CLONE_NEWUSER) + "user"
 			}
 			root := filepath.Join(t.TempDir(), "root")
 			h, err := startPIDNSHolder(s, userns, netns, root)
@@ -173,4 +139,34 @@ func TestPIDNSHolderConfined(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startTestSpawner runs a spawner on a locked thread, as main does (a
+// holder dies with its parent thread), until the test ends.
+func startTestSpawner(t *testing.T) *spawner {
+	s := newSpawner()
+	go func() {
+		runtime.LockOSThread()
+		s.loop()
+	}()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// nsOwner starts a process in new namespaces of flags (a user namespace
+// mapped to 200000-265535), for the test's life, and returns the directory
+// of its namespace files.
+func nsOwner(t *testing.T, flags uintptr) string {
+	t.Helper()
+	owner := exec.Command("sleep", "1000")
+	owner.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+	if flags&syscall.CLONE_NEWUSER != 0 {
+		owner.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
+		owner.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 200000, Size: 65536}}
+	}
+	if err := owner.Start(); err != nil {
+		t.Skipf("cannot create a namespace: %v", err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	return "/proc/" + strconv.Itoa(owner.Process.Pid) + "/ns/"
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,12 +15,7 @@ func TestRaiseLastPID(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	s := newSpawner()
-	go func() {
-		runtime.LockOSThread() // as main's: the holder dies with its parent thread
-		s.loop()
-	}()
-	defer s.stop()
+	s := startTestSpawner(t)
 	h, err := startPIDNSHolder(s, "", "", filepath.Join(t.TempDir(), "root"))
 	if err != nil {
 		t.Fatal(err)
