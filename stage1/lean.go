@@ -211,9 +211,13 @@ static void rkt_lean(int argc, char **argv) {
 	}
 	struct epoll_event ev = {.events = EPOLLIN};
 	ev.data.ptr = NULL;
-	epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev);
+	int watched = epoll_ctl(ep, EPOLL_CTL_ADD, listener, &ev) == 0;
 	ev.data.ptr = &sfd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	watched = watched && epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) == 0;
+	if (!watched) { // it would sleep through calls and stop signals
+		perror("stage1 lean: cannot watch the socket and signals; resuming");
+		goto resume;
+	}
 	if (stopFd >= 0) {
 		// complete: the exec ended the threads that write it
 		stop = lean_stops(stopFd);
@@ -228,8 +232,11 @@ static void rkt_lean(int argc, char **argv) {
 			if (ss[j] == NULL)
 				continue;
 			ev.data.ptr = ss[j];
-			if (epoll_ctl(ep, EPOLL_CTL_ADD, ss[j]->fd, &ev) < 0)
-				ss[j]->open = 0;
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, ss[j]->fd, &ev) < 0) {
+				// unread, the app would block on a full pipe
+				perror("stage1 lean: cannot watch an app's output; resuming");
+				goto resume;
+			}
 		}
 	}
 	for (;;) {

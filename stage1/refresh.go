@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -219,7 +220,9 @@ func execLean(st *resumeState, fds []int, stopFd int) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode the supervisor's state: %w", err)
 	}
-	mfd, err := unix.MemfdCreate("stage1-state", 0)
+	// close-on-exec until the fork lock is held: a child another thread
+	// forks meanwhile must not get the state (the apps' environment)
+	mfd, err := unix.MemfdCreate("stage1-state", unix.MFD_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("cannot create the state file: %w", err)
 	}
@@ -248,6 +251,7 @@ func execLean(st *resumeState, fds []int, stopFd int) error {
 	// No fork may inherit the descriptors while they lack close-on-exec.
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
+	fds = append(slices.Clip(fds), mfd)
 	defer func() { // reached only if the exec did not happen
 		for _, fd := range fds {
 			unix.CloseOnExec(fd)
