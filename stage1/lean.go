@@ -301,8 +301,15 @@ resume:
 		_exit(1);
 	}
 	signal(SIGXFSZ, SIG_DFL); // as the Go image left it
-	execv("/proc/self/exe", args);
-	perror("stage1 lean: cannot exec the supervisor");
+	// An exec that fails for want of memory may pass a moment later: the
+	// supervisor's end is its pod's.
+	for (int attempt = 0; attempt < 30; attempt++) {
+		execv("/proc/self/exe", args);
+		perror("stage1 lean: cannot exec the supervisor");
+		if (errno != ENOMEM && errno != EAGAIN)
+			break;
+		sleep(1);
+	}
 	_exit(1);
 }
 
