@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rkt/rkt/pkg/fileperm"
 )
 
 // pidnsHolder is the init (PID 1) of a pod's shared PID namespace: a child
@@ -31,7 +33,7 @@ type pidnsHolder struct {
 // namespace netns (the host's if ""), chrooted into root, an empty
 // directory it makes, with no capabilities.
 func startPIDNSHolder(s *spawner, userns, netns, root string) (*pidnsHolder, error) {
-	if err := os.Mkdir(root, 0o500); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(root, fileperm.Private.DirMode()); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("cannot create the root of the shared PID namespace's init: %w", err)
 	}
 	cmd := exec.Command("/proc/self/exe", "pidns")
