@@ -34,14 +34,35 @@ func readLayer(ctx context.Context, r io.Reader, read func(io.Reader) error) (st
 		return "", err
 	}
 	defer zr.Close()
+	return digestLayer(zr, 0, read)
+}
+
+// digestLayer passes the decompressed stream zr to read and returns the
+// digest of all of it. With a budget (> 0) read gets at most that many
+// bytes: past it the rest is only digested, and the digest comes with
+// errOverBudget.
+func digestLayer(zr io.Reader, budget int64, read func(io.Reader) error) (string, error) {
 	h := sha256.New()
-	if err := read(io.TeeReader(zr, h)); err != nil {
+	in := io.TeeReader(zr, h)
+	var limit *budgetReader
+	if budget > 0 {
+		limit = &budgetReader{r: in, left: budget}
+		in = limit
+	}
+	over := false
+	if err := read(in); err != nil {
+		if over = limit != nil && limit.over; !over {
+			return "", err
+		}
+	}
+	if _, err := io.Copy(h, zr); err != nil { // the rest, or padding after the end marker
 		return "", err
 	}
-	if _, err := io.Copy(h, zr); err != nil { // padding after the end marker
-		return "", err
+	sum := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if over {
+		return sum, errOverBudget
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return sum, nil
 }
 
 // diffIDWriter computes, in a goroutine, the uncompressed digest of the
@@ -114,36 +135,14 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 
 // readStreamedLayer is readLayer for a layer as it downloads: a zstd
 // stream that needs a large window is not decoded (tarx.ErrLargeWindow),
-// and with a budget (> 0) read gets at most that many decompressed bytes:
-// past it the rest is only digested, and the digest comes with
-// errOverBudget.
+// and read gets at most budget bytes (digestLayer).
 func readStreamedLayer(r io.Reader, budget int64, read func(io.Reader) error) (string, error) {
 	zr, err := tarx.DecompressSmall(r)
 	if err != nil {
 		return "", err
 	}
 	defer zr.Close()
-	h := sha256.New()
-	in := io.TeeReader(zr, h)
-	var limit *budgetReader
-	if budget > 0 {
-		limit = &budgetReader{r: in, left: budget}
-		in = limit
-	}
-	over := false
-	if err := read(in); err != nil {
-		if over = limit != nil && limit.over; !over {
-			return "", err
-		}
-	}
-	if _, err := io.Copy(h, zr); err != nil { // the rest, or padding after the end marker
-		return "", err
-	}
-	sum := "sha256:" + hex.EncodeToString(h.Sum(nil))
-	if over {
-		return sum, errOverBudget
-	}
-	return sum, nil
+	return digestLayer(zr, budget, read)
 }
 
 // newLayerWriter runs consume on what is written to it; local, if set,
